@@ -1,0 +1,41 @@
+# Two entry points (see README): `make demo` and `make test`. Both set everything up from project files.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PIP    := $(PY) -m pip install -q -c constraints.txt
+
+.PHONY: setup system-deps demo test lint bench clean
+
+setup: $(STAMP)
+
+# Debian libraries Blender's Workbench engine needs for headless EGL rendering (pixel environments).
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 >/dev/null; }; \
+	else echo "system-deps: not root or no apt-get; install libegl1 libegl-mesa0 libgl1-mesa-dri for pixel rendering"; fi
+
+$(STAMP): pyproject.toml constraints.txt
+	$(MAKE) system-deps
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PIP) torch==2.13.0 numpy==1.26.4
+	$(PIP) -e ".[all,dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/causalplay demo
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) benchmarks/bench_infer.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,1 @@
+"""Placeholder package; filled by its issue."""

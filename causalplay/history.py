@@ -1,0 +1,212 @@
+"""Trials and Histories: what a learner has seen, validated once at the public edge.
+
+A **trial** is the set of objects put on the machine. At the API it may be given as
+
+* an index list (any iterable of ``int``: ``[0, 2]``, ``(1,)``, ``{3}``, ``[]``), or
+* a 0/1 vector of **booleans** (a list of ``bool`` or a ``bool`` numpy/torch array) of length ``N``.
+
+Integer sequences are always index lists, so ``[0, 1]`` means objects 0 and 1, never "object 1 only"; this
+removes the ambiguity between the two forms. A **History** is the ordered ``(trial, lit)`` pairs one learner
+has seen; a batch of histories is ``trials [B, T, N]``, ``lit [B, T]`` and ``mask [B, T]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["History", "HistoryBatch", "parse_trial", "parse_trials", "all_trials"]
+
+
+def _is_bool_vector(objects) -> bool:
+    if isinstance(objects, np.ndarray):
+        return objects.dtype == np.bool_
+    if isinstance(objects, torch.Tensor):
+        return objects.dtype == torch.bool
+    if isinstance(objects, (list, tuple)) and objects:
+        return all(isinstance(x, (bool, np.bool_)) for x in objects)
+    return False
+
+
+def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") -> np.ndarray:
+    """Validate one trial and return it as a ``bool`` vector of length ``n_objects``.
+
+    ``n_objects=None`` sizes the vector from the trial itself (vector length, or max index + 1).
+    """
+    if _is_bool_vector(objects):
+        vec = np.asarray(objects.cpu() if isinstance(objects, torch.Tensor) else objects, dtype=bool)
+        if vec.ndim != 1:
+            raise ValueError(f"{where}: a 0/1 vector must be one-dimensional, got shape {vec.shape}")
+        if n_objects is not None and vec.shape[0] != n_objects:
+            raise ValueError(f"{where}: 0/1 vector {vec.astype(int).tolist()} has length {vec.shape[0]}, "
+                             f"expected n_objects={n_objects}")
+        return vec
+    if isinstance(objects, (str, bytes)) or not isinstance(objects, Iterable):
+        raise TypeError(
+            f"{where}: objects must be an index list such as [0, 2] or a boolean 0/1 vector, got {objects!r}"
+        )
+    if isinstance(objects, torch.Tensor):
+        objects = objects.tolist()
+    idx = list(objects)
+    for i in idx:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{where}: object index {i!r} in {objects!r} is not an integer")
+    if n_objects is not None:
+        bad = [int(i) for i in idx if not 0 <= i < n_objects]
+        if bad:
+            raise ValueError(f"{where}: object index {bad[0]} is outside range(n_objects={n_objects})")
+    elif any(i < 0 for i in idx):
+        raise ValueError(f"{where}: object index {min(idx)} is negative")
+    if len(set(int(i) for i in idx)) != len(idx):
+        raise ValueError(
+            f"{where}: object indices {list(map(int, idx))} repeat an object; to pass a 0/1 vector use booleans, "
+            "e.g. np.array([1, 0, 1], dtype=bool)"
+        )
+    n = n_objects if n_objects is not None else (max(idx) + 1 if idx else 0)
+    vec = np.zeros(n, dtype=bool)
+    vec[np.asarray(idx, dtype=np.int64)] = True
+    return vec
+
+
+def _parse_lit(lit, where: str) -> bool:
+    if isinstance(lit, (bool, np.bool_)):
+        return bool(lit)
+    if isinstance(lit, (int, np.integer)) and lit in (0, 1):
+        return bool(lit)
+    raise TypeError(f"{where}: lit must be True/False (or 1/0), got {lit!r}")
+
+
+def parse_trials(trials, n_objects: int) -> np.ndarray:
+    """Validate candidate trials (an iterable of trials, or a ``[D, N]`` bool array) -> ``bool [D, N]``."""
+    if isinstance(trials, (np.ndarray, torch.Tensor)) and trials.ndim == 2 and trials.dtype in (np.bool_, torch.bool):
+        arr = np.asarray(trials.cpu() if isinstance(trials, torch.Tensor) else trials, dtype=bool)
+        if arr.shape[1] != n_objects:
+            raise ValueError(f"trials have {arr.shape[1]} columns, expected n_objects={n_objects}")
+        return arr
+    if isinstance(trials, (str, bytes)) or not isinstance(trials, Iterable):
+        raise TypeError(f"trials must be a list of trials (index lists or boolean vectors), got {trials!r}")
+    rows = [parse_trial(t, n_objects, where=f"trial {i}") for i, t in enumerate(trials)]
+    if not rows:
+        raise ValueError("trials must contain at least one trial")
+    return np.stack(rows)
+
+
+def all_trials(n_objects: int, include_empty: bool = False) -> np.ndarray:
+    """All ``2**N - 1`` non-empty trials (or ``2**N`` with the empty one) as ``bool [D, N]``, by integer code."""
+    codes = np.arange(0 if include_empty else 1, 2**n_objects, dtype=np.int64)
+    return ((codes[:, None] >> np.arange(n_objects)) & 1).astype(bool)
+
+
+@dataclass(frozen=True)
+class History:
+    """The ordered ``(trial, lit)`` observations of one learner.
+
+    Attributes
+    ----------
+    trials : ndarray, bool ``[T, N]``
+    lit : ndarray, bool ``[T]``
+    """
+
+    trials: np.ndarray
+    lit: np.ndarray
+
+    @classmethod
+    def from_pairs(cls, items: Iterable, n_objects: int | None = None) -> History:
+        """Build from ``[(objects, lit), ...]``; ``n_objects`` is inferred from the items when omitted."""
+        if isinstance(items, History):
+            return items if n_objects is None else items.with_n_objects(n_objects)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(f"history must be a list of (objects, lit) pairs, got {items!r}")
+        items = list(items)
+        for t, item in enumerate(items):
+            if not isinstance(item, Sequence) or isinstance(item, (str, bytes)) or len(item) != 2:
+                raise TypeError(f"history item {t} must be an (objects, lit) pair, got {item!r}")
+        if n_objects is None:
+            sizes = [len(parse_trial(obj, None, where=f"history item {t}")) for t, (obj, _) in enumerate(items)]
+            n_objects = max(sizes, default=0)
+            if n_objects == 0:
+                raise ValueError("cannot infer n_objects from a history with no objects; pass n_objects")
+        if isinstance(n_objects, bool) or not isinstance(n_objects, (int, np.integer)) or n_objects < 1:
+            raise ValueError(f"n_objects must be a positive integer, got {n_objects!r}")
+        trials = np.zeros((len(items), n_objects), dtype=bool)
+        lit = np.zeros(len(items), dtype=bool)
+        for t, (obj, lt) in enumerate(items):
+            trials[t] = parse_trial(obj, n_objects, where=f"history item {t}")
+            lit[t] = _parse_lit(lt, f"history item {t}")
+        return cls(trials, lit)
+
+    @property
+    def n_objects(self) -> int:
+        return self.trials.shape[1]
+
+    def __len__(self) -> int:
+        return self.trials.shape[0]
+
+    def with_n_objects(self, n_objects: int) -> History:
+        n = self.n_objects
+        if n_objects < n and self.trials[:, n_objects:].any():
+            raise ValueError(f"history uses object indices >= n_objects={n_objects}")
+        trials = np.zeros((len(self), n_objects), dtype=bool)
+        m = min(n, n_objects)
+        trials[:, :m] = self.trials[:, :m]
+        return History(trials, self.lit.copy())
+
+    def append(self, objects, lit) -> History:
+        vec = parse_trial(objects, self.n_objects, where="new observation")
+        return History(np.vstack([self.trials, vec[None]]), np.append(self.lit, _parse_lit(lit, "new observation")))
+
+    def pairs(self) -> list[tuple[tuple[int, ...], bool]]:
+        return [(tuple(np.flatnonzero(t).tolist()), bool(lt)) for t, lt in zip(self.trials, self.lit, strict=True)]
+
+
+@dataclass(frozen=True)
+class HistoryBatch:
+    """``B`` histories padded to a common length ``T``.
+
+    Attributes
+    ----------
+    trials : Tensor ``[B, T, N]`` (0/1, floating)
+    lit : Tensor ``[B, T]`` (0/1, floating)
+    mask : Tensor ``[B, T]`` bool -- False on padding.
+    """
+
+    trials: torch.Tensor
+    lit: torch.Tensor
+    mask: torch.Tensor
+
+    @classmethod
+    def from_histories(cls, histories: Sequence[History], n_objects: int | None = None, *,
+                       dtype: torch.dtype = torch.float64, device=None) -> HistoryBatch:
+        if not histories:
+            raise ValueError("need at least one history")
+        n = n_objects or max(h.n_objects for h in histories)
+        histories = [h if h.n_objects == n else h.with_n_objects(n) for h in histories]
+        T = max(len(h) for h in histories)
+        B = len(histories)
+        trials = np.zeros((B, T, n), dtype=bool)
+        lit = np.zeros((B, T), dtype=bool)
+        mask = np.zeros((B, T), dtype=bool)
+        for b, h in enumerate(histories):
+            trials[b, : len(h)] = h.trials
+            lit[b, : len(h)] = h.lit
+            mask[b, : len(h)] = True
+        return cls(
+            torch.as_tensor(trials, device=device).to(dtype),
+            torch.as_tensor(lit, device=device).to(dtype),
+            torch.as_tensor(mask, device=device),
+        )
+
+    @property
+    def batch_size(self) -> int:
+        return self.trials.shape[0]
+
+    @property
+    def n_objects(self) -> int:
+        return self.trials.shape[-1]
+
+    def to(self, device=None, dtype: torch.dtype | None = None) -> HistoryBatch:
+        dt = dtype or self.trials.dtype
+        return HistoryBatch(self.trials.to(device, dt), self.lit.to(device, dt), self.mask.to(device))

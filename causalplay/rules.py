@@ -1,0 +1,186 @@
+"""Causal overhypotheses: how a Blicket machine combines the blickets put on it.
+
+This module is the **one place** the machine's likelihood lives. The Pyro world models, the exact engine,
+the environments and the choice models all call :meth:`Rule.p_lit`; nothing else re-implements it.
+
+Every rule is a function of a single number, ``k`` = how many blickets are on the machine, so a rule is
+fully described by its table ``P(lit | k)`` for ``k = 0..N``. Noise flips the machine's response with
+probability ``noise``: ``P(lit | k) = (1 - noise) * f(k) + noise * (1 - f(k))``.
+
+==================  =====================================  ========================================
+rule                f(k) = P(lit | k) before noise         source
+==================  =====================================  ========================================
+``disjunctive``     1 if k >= 1 else 0                     Gopnik & Sobel (2000)
+``conjunctive``     1 if k >= 2 else 0                     Lucas & Griffiths (2010)
+``threshold(m)``    1 if k >= m else 0                     generalises both
+``sigmoid(g, b)``   1 / (1 + exp(-g (k - b)))              Lucas & Griffiths (2010), eq. 3
+==================  =====================================  ========================================
+
+The sigmoid family contains the others as limits: ``gain -> inf`` with ``bias = 0.5`` is disjunctive, with
+``bias = 1.5`` conjunctive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "Rule",
+    "Threshold",
+    "Sigmoid",
+    "disjunctive",
+    "conjunctive",
+    "make_rule",
+    "make_rules",
+    "RULE_NAMES",
+]
+
+
+def _check_probability(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite number in [0, 1], got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Base class: a rule maps the number of blickets on the machine to ``P(lit)``.
+
+    Subclasses implement :meth:`base` (the noiseless response); ``noise`` flips it.
+    """
+
+    noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_probability(self.noise, "noise")
+
+    @property
+    def name(self) -> str:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def base(self, k: torch.Tensor) -> torch.Tensor:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def p_lit(self, k: torch.Tensor) -> torch.Tensor:
+        """``P(lit | k blickets on the machine)``, elementwise, same dtype/device as ``k`` (floating)."""
+        if not torch.is_floating_point(k):
+            k = k.to(torch.get_default_dtype())
+        f = self.base(k)
+        if self.noise == 0.0:
+            return f
+        return (1.0 - self.noise) * f + self.noise * (1.0 - f)
+
+    def table(self, n_objects: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
+        """``P(lit | k)`` for ``k = 0..n_objects`` as a tensor of shape ``[n_objects + 1]``."""
+        return self.p_lit(torch.arange(n_objects + 1, dtype=dtype, device=device))
+
+    @property
+    def deterministic(self) -> bool:
+        """True when ``P(lit | k)`` is always 0 or 1 (no noise, hard threshold)."""
+        return False
+
+
+@dataclass(frozen=True)
+class Threshold(Rule):
+    """The machine lights iff at least ``m`` blickets are on it (``m=1`` disjunctive, ``m=2`` conjunctive)."""
+
+    m: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.m, bool) or not isinstance(self.m, int) or self.m < 1:
+            raise ValueError(f"threshold m must be an integer >= 1, got {self.m!r}")
+
+    @property
+    def name(self) -> str:
+        base = {1: "disjunctive", 2: "conjunctive"}.get(self.m, f"threshold{self.m}")
+        return base if self.noise == 0.0 else f"{base}(noise={self.noise:g})"
+
+    def base(self, k: torch.Tensor) -> torch.Tensor:
+        return (k >= self.m).to(k.dtype)
+
+    @property
+    def deterministic(self) -> bool:
+        return self.noise == 0.0
+
+
+@dataclass(frozen=True)
+class Sigmoid(Rule):
+    """Lucas & Griffiths (2010): ``P(lit | k) = sigmoid(gain * (k - bias))``, then noise."""
+
+    gain: float = 10.0
+    bias: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for label, v in (("gain", self.gain), ("bias", self.bias)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"sigmoid {label} must be a finite number, got {v!r}")
+        if self.gain <= 0:
+            raise ValueError(f"sigmoid gain must be > 0, got {self.gain!r}")
+
+    @property
+    def name(self) -> str:
+        s = f"sigmoid(gain={self.gain:g},bias={self.bias:g})"
+        return s if self.noise == 0.0 else f"{s}(noise={self.noise:g})"
+
+    def base(self, k: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.gain * (k - self.bias))
+
+
+def disjunctive(noise: float = 0.0) -> Threshold:
+    """Lights iff at least one blicket is on the machine."""
+    return Threshold(noise=noise, m=1)
+
+
+def conjunctive(noise: float = 0.0) -> Threshold:
+    """Lights iff at least two blickets are on the machine."""
+    return Threshold(noise=noise, m=2)
+
+
+RULE_NAMES = ("disjunctive", "conjunctive")
+
+
+def make_rule(rule: str | Rule, noise: float = 0.0) -> Rule:
+    """Turn a rule name (``"disjunctive"``, ``"conjunctive"``, ``"threshold3"``) or a :class:`Rule` into a Rule.
+
+    ``noise`` applies to named rules only; a :class:`Rule` instance keeps its own noise.
+    """
+    if isinstance(rule, Rule):
+        return rule
+    if not isinstance(rule, str):
+        raise TypeError(f"a rule must be a rule name or a causalplay.rules.Rule, got {rule!r}")
+    noise = _check_probability(noise, "noise")
+    if rule == "disjunctive":
+        return disjunctive(noise)
+    if rule == "conjunctive":
+        return conjunctive(noise)
+    if rule.startswith("threshold") and rule[len("threshold") :].isdigit():
+        return Threshold(noise=noise, m=int(rule[len("threshold") :]))
+    raise ValueError(
+        f"unknown rule {rule!r}; expected one of {RULE_NAMES + ('threshold<m>',)} or a causalplay.rules.Rule"
+    )
+
+
+def make_rules(rules: str | Rule | Iterable[str | Rule], noise: float = 0.0) -> tuple[Rule, ...]:
+    """Normalise one rule or an iterable of rules to a non-empty tuple of distinct :class:`Rule` objects."""
+    if isinstance(rules, (str, Rule)):
+        rules = (rules,)
+    try:
+        out = tuple(make_rule(r, noise) for r in rules)
+    except TypeError as e:
+        if "iterable" in str(e):
+            raise TypeError(f"rules must be a rule or an iterable of rules, got {rules!r}") from None
+        raise
+    if not out:
+        raise ValueError("rules must name at least one rule")
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"rules must be distinct, got {names}")
+    return out

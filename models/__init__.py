@@ -1,0 +1,1 @@
+"""Pyro world models: the specification every inference engine answers to."""

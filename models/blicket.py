@@ -1,0 +1,148 @@
+"""The Blicket world as a Pyro generative model -- the specification every engine answers to.
+
+``blicket_model(trials, lit, mask, spec=...)`` draws, for each episode, a rule (overhypothesis) and a set of
+blickets, then the machine's response to every trial.
+
+Sample sites
+------------
+============  =============================================  ==================  ===============
+site          distribution                                   support             shape
+============  =============================================  ==================  ===============
+``rule``      ``Categorical(spec.rule_prior)``               ``{0, ..., R-1}``   ``[B, 1]``
+``blickets``  ``spec.set_prior()`` (:class:`BlicketSetPrior`)  ``{0, 1}^N``       ``[B, 1, N]``
+``lit``       ``Bernoulli(P(lit | rule, k_t))``, observed    ``{0, 1}``          ``[B, T]``
+============  =============================================  ==================  ===============
+
+Plates: ``episodes`` (size ``B``, dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of
+blickets among the objects of trial ``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.rules`, the one
+place the likelihood is written. ``rule`` and ``blickets`` both enumerate (``config_enumerate``), so Pyro's
+own ``TraceEnum_ELBO.compute_marginals`` computes exact posteriors -- the reference the exact engine is tested
+against. Padding (``mask=False``) contributes nothing.
+
+:class:`BlicketWorld` binds a WorldSpec and a history into a model ``model(design)`` with the call shape
+``pyro.contrib.oed`` expects: it draws ``rule`` and ``blickets`` from the current beliefs and ``lit`` for
+each candidate trial of ``design [..., N]``.
+"""
+
+from __future__ import annotations
+
+import pyro
+import pyro.distributions as dist
+import torch
+
+from causalplay.exact import log_posterior
+from causalplay.history import History, HistoryBatch
+from causalplay.spec import HypothesisSpace, WorldSpec
+
+__all__ = ["blicket_model", "BlicketWorld"]
+
+
+def blicket_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                  *, spec: WorldSpec) -> torch.Tensor:
+    """Generate (or condition on) the machine's responses to ``trials [B, T, N]``.
+
+    Parameters
+    ----------
+    trials : Tensor ``[B, T, N]``
+        0/1 objects on the machine in each trial of each episode.
+    lit : Tensor ``[B, T]``, optional
+        Observed responses; sampled when omitted.
+    mask : Tensor ``[B, T]`` bool, optional
+        False marks padding.
+    spec : WorldSpec
+
+    Returns
+    -------
+    Tensor ``[B, T]``: the responses (observed or sampled).
+    """
+    B, T, N = trials.shape
+    if N != spec.n_objects:
+        raise ValueError(f"trials have {N} objects, spec has n_objects={spec.n_objects}")
+    dtype = trials.dtype if torch.is_floating_point(trials) else torch.get_default_dtype()
+    table = spec.lit_table(dtype=dtype, device=trials.device)  # [R, N+1]
+    with pyro.plate("episodes", B, dim=-2):
+        rule = pyro.sample("rule", dist.Categorical(spec.rule_probs(dtype, trials.device)),
+                           infer={"enumerate": "parallel"})
+        blickets = pyro.sample("blickets", spec.set_prior(), infer={"enumerate": "parallel"})
+        k = (trials.to(dtype) * blickets.to(dtype)).sum(-1)  # [..., B, T]
+        p = table[rule, k.round().long()]
+        with pyro.plate("trials", T, dim=-1):
+            d = dist.Bernoulli(probs=p)
+            if mask is not None:
+                d = d.mask(mask)
+            return pyro.sample("lit", d, obs=lit)
+
+
+class _HypothesisSets(dist.TorchDistribution):
+    """The blicket set of a hypothesis drawn from exact beliefs: value = set vector, by set index."""
+
+    has_enumerate_support = False
+
+    def __init__(self, sets: torch.Tensor, logits: torch.Tensor):
+        self.sets, self.logits = sets, logits
+        self._cat = dist.Categorical(logits=logits)
+        super().__init__(self._cat.batch_shape, torch.Size([sets.shape[-1]]), validate_args=False)
+
+    def sample(self, sample_shape=torch.Size()):
+        return self.sets[self._cat.sample(sample_shape)]
+
+    def log_prob(self, value):
+        n = self.sets.shape[-1]
+        code = (value.long() << torch.arange(n, device=value.device)).sum(-1)
+        table = torch.full((2**n,), -1, dtype=torch.long, device=value.device)
+        table[(self.sets.long() << torch.arange(n, device=value.device)).sum(-1)] = torch.arange(
+            self.sets.shape[0], device=value.device)
+        idx = table[code]
+        lp = self._cat.log_prob(idx.clamp_min(0))
+        return torch.where(idx >= 0, lp, torch.full_like(lp, -float("inf")))
+
+
+class BlicketWorld:
+    """A WorldSpec plus the history seen so far, usable as a Pyro model over designs.
+
+    Parameters
+    ----------
+    spec : WorldSpec
+    history : History or HistoryBatch, optional
+        What has been seen; empty by default (then beliefs are the prior).
+    device, dtype :
+        Where the exact engine computes the current beliefs.
+
+    Calling ``world(design)`` with ``design [..., N]`` samples
+
+    ============  ==================================  ======================
+    site          distribution                        shape
+    ============  ==================================  ======================
+    ``rule``      current rule marginal               ``design.shape[:-1]``
+    ``blickets``  current P(set | rule)               ``design.shape[:-1] + [N]``
+    ``lit``       ``Bernoulli(P(lit | rule, k))``     ``design.shape[:-1]``
+    ============  ==================================  ======================
+    """
+
+    def __init__(self, spec: WorldSpec, history: History | HistoryBatch | None = None, *,
+                 device=None, dtype: torch.dtype = torch.float64):
+        self.spec = spec
+        self.space = HypothesisSpace.build(spec, device, dtype)
+        if isinstance(history, History):
+            history = HistoryBatch.from_histories([history], spec.n_objects, dtype=dtype, device=device)
+        self.batch = history
+
+    def log_posterior(self) -> torch.Tensor:
+        """``[B, H]`` exact log posterior (``B = 1`` without a history)."""
+        if self.batch is None:
+            return self.space.log_prior[None, :]
+        return log_posterior(self.space, self.batch)
+
+    def __call__(self, design: torch.Tensor) -> torch.Tensor:
+        space = self.space
+        log_w = self.log_posterior()
+        if log_w.shape[0] != 1:
+            raise ValueError("BlicketWorld as a design model needs a single history")
+        log_w = log_w[0].reshape(space.n_rules, space.n_sets)
+        rule_logits = torch.logsumexp(log_w, -1)
+        batch_shape = design.shape[:-1]
+        rule = pyro.sample("rule", dist.Categorical(logits=rule_logits).expand(batch_shape))
+        blickets = pyro.sample("blickets", _HypothesisSets(space.sets, log_w[rule]))
+        k = (design.to(space.dtype) * blickets).sum(-1)
+        p = space.lit_table[rule, k.round().long()]
+        return pyro.sample("lit", dist.Bernoulli(probs=p))
