@@ -30,14 +30,10 @@ def make_spec(n_objects: int, rules: str | Rule | Iterable = ("disjunctive", "co
         prior = None
     elif isinstance(rule_prior, Mapping):
         names = [r.name for r in rules_t]
-        raw_names = list(rules) if not isinstance(rules, (str, Rule)) else [rules]
-        # Accept keys by the name the user passed ("disjunctive") or the rule's full name ("disjunctive(noise=..)").
-        alias = {str(raw): r.name for raw, r in zip(raw_names, rules_t, strict=True)}
-        unknown = [k for k in rule_prior if k not in names and k not in alias]
+        unknown = [k for k in rule_prior if k not in names]
         if unknown:
             raise ValueError(f"rule_prior names unknown rule {unknown[0]!r}; rules are {names}")
-        byname = {alias.get(k, k): v for k, v in rule_prior.items()}
-        prior = tuple(float(byname.get(n, 0.0)) for n in names)
+        prior = tuple(float(rule_prior.get(n, 0.0)) for n in names)
     else:
         prior = tuple(rule_prior)
     if n_blickets is not None:
@@ -179,7 +175,7 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
         keys, hs, batch = None, None, histories
     else:
         hs = [History.from_pairs(h, n_objects) for h in histories]
-        keys = None
+        keys, batch = None, None
         if not hs:
             raise ValueError("histories is empty")
     n = batch.n_objects if batch is not None else (n_objects or max(h.n_objects for h in hs))

@@ -100,7 +100,9 @@ class BlicketSetPrior(pdist.TorchDistribution):
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         value = value.to(torch.get_default_dtype()) if not torch.is_floating_point(value) else value
-        return self.log_prob_of_size(value.sum(-1))
+        lp = self.log_prob_of_size(value.sum(-1))
+        # Pyro checks that log_prob covers every plate: broadcast the (size-only) result to the batch shape.
+        return lp.expand(torch.broadcast_shapes(lp.shape, self.batch_shape))
 
     def enumerate_support(self, expand: bool = True) -> torch.Tensor:
         sets = all_subsets(self.n_objects, dtype=torch.get_default_dtype())

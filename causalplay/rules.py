@@ -37,7 +37,19 @@ __all__ = [
     "make_rule",
     "make_rules",
     "RULE_NAMES",
+    "apply_noise",
+    "sigmoid_response",
 ]
+
+
+def apply_noise(f: torch.Tensor, noise) -> torch.Tensor:
+    """Flip a response probability ``f`` with probability ``noise`` (a float or a broadcastable tensor)."""
+    return (1.0 - noise) * f + noise * (1.0 - f)
+
+
+def sigmoid_response(k: torch.Tensor, gain, bias) -> torch.Tensor:
+    """Lucas & Griffiths (2010): ``sigmoid(gain * (k - bias))``; ``gain``/``bias`` may be tensors."""
+    return torch.sigmoid(gain * (k - bias))
 
 
 def _check_probability(value: float, name: str) -> float:
@@ -72,9 +84,7 @@ class Rule:
         if not torch.is_floating_point(k):
             k = k.to(torch.get_default_dtype())
         f = self.base(k)
-        if self.noise == 0.0:
-            return f
-        return (1.0 - self.noise) * f + self.noise * (1.0 - f)
+        return f if self.noise == 0.0 else apply_noise(f, self.noise)
 
     def table(self, n_objects: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
         """``P(lit | k)`` for ``k = 0..n_objects`` as a tensor of shape ``[n_objects + 1]``."""
@@ -99,8 +109,8 @@ class Threshold(Rule):
 
     @property
     def name(self) -> str:
-        base = {1: "disjunctive", 2: "conjunctive"}.get(self.m, f"threshold{self.m}")
-        return base if self.noise == 0.0 else f"{base}(noise={self.noise:g})"
+        # The name identifies the overhypothesis; noise is a property of the machine, shown in repr().
+        return {1: "disjunctive", 2: "conjunctive"}.get(self.m, f"threshold{self.m}")
 
     def base(self, k: torch.Tensor) -> torch.Tensor:
         return (k >= self.m).to(k.dtype)
@@ -127,11 +137,10 @@ class Sigmoid(Rule):
 
     @property
     def name(self) -> str:
-        s = f"sigmoid(gain={self.gain:g},bias={self.bias:g})"
-        return s if self.noise == 0.0 else f"{s}(noise={self.noise:g})"
+        return f"sigmoid(gain={self.gain:g},bias={self.bias:g})"
 
     def base(self, k: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.gain * (k - self.bias))
+        return sigmoid_response(k, self.gain, self.bias)
 
 
 def disjunctive(noise: float = 0.0) -> Threshold:
@@ -182,5 +191,5 @@ def make_rules(rules: str | Rule | Iterable[str | Rule], noise: float = 0.0) -> 
         raise ValueError("rules must name at least one rule")
     names = [r.name for r in out]
     if len(set(names)) != len(names):
-        raise ValueError(f"rules must be distinct, got {names}")
+        raise ValueError(f"rules must have distinct names, got {names}")
     return out

@@ -85,7 +85,8 @@ class WorldSpec:
             if len(prior) != len(rules):
                 raise ValueError(f"rule_prior has {len(prior)} entries for {len(rules)} rules")
             for r, p in zip(rules, prior, strict=True):
-                _check_probability(p, f"rule_prior[{r.name!r}]")
+                if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p < 0:
+                    raise ValueError(f"rule_prior[{r.name!r}] must be a finite weight >= 0, got {p!r}")
             total = sum(prior)
             if total <= 0:
                 raise ValueError(f"rule_prior must not be all zero, got {prior}")

@@ -1,23 +1,28 @@
 """The Blicket world as a Pyro generative model -- the specification every engine answers to.
 
 ``blicket_model(trials, lit, mask, spec=...)`` draws, for each episode, a rule (overhypothesis) and a set of
-blickets, then the machine's response to every trial.
+blickets, then the machine's response to every trial. This is the *enumerable* form: the blicket set is one
+categorical choice among the ``S`` sets the prior allows (integer-code order, as in
+:class:`causalplay.spec.HypothesisSpace`). The per-object form for worlds too large to enumerate is
+:mod:`causalplay.models.blicket_objects`; tests check both forms give the same joint density.
 
 Sample sites
 ------------
-============  =============================================  ==================  ===============
-site          distribution                                   support             shape
-============  =============================================  ==================  ===============
-``rule``      ``Categorical(spec.rule_prior)``               ``{0, ..., R-1}``   ``[B, 1]``
-``blickets``  ``spec.set_prior()`` (:class:`BlicketSetPrior`)  ``{0, 1}^N``       ``[B, 1, N]``
-``lit``       ``Bernoulli(P(lit | rule, k_t))``, observed    ``{0, 1}``          ``[B, T]``
-============  =============================================  ==================  ===============
+===============  ============================================  ===================  ===============
+site             distribution                                  support              shape
+===============  ============================================  ===================  ===============
+``rule``         ``Categorical(spec.rule_prior)``              ``{0, ..., R-1}``    ``[B, 1]``
+``blicket_set``  ``Categorical(exp(prior.log_prob(sets)))``    ``{0, ..., S-1}``    ``[B, 1]``
+``blickets``     deterministic ``sets[blicket_set]``           ``{0, 1}^N``         ``[B, 1, N]``
+``lit``          ``Bernoulli(P(lit | rule, k_t))``, observed   ``{0, 1}``           ``[B, T]``
+===============  ============================================  ===================  ===============
 
-Plates: ``episodes`` (size ``B``, dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of
-blickets among the objects of trial ``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.rules`, the one
-place the likelihood is written. ``rule`` and ``blickets`` both enumerate (``config_enumerate``), so Pyro's
-own ``TraceEnum_ELBO.compute_marginals`` computes exact posteriors -- the reference the exact engine is tested
-against. Padding (``mask=False``) contributes nothing.
+``prior`` is ``spec.set_prior()`` (:class:`causalplay.priors.BlicketSetPrior`). Plates: ``episodes`` (size
+``B``, dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of blickets among the objects of trial
+``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.rules`, the one place the likelihood is written. ``rule``
+and ``blicket_set`` are marked for parallel enumeration, so Pyro's own ``TraceEnum_ELBO.compute_marginals``
+computes exact posteriors -- the reference the exact engine is tested against. Padding (``mask=False``)
+contributes nothing.
 
 :class:`BlicketWorld` binds a WorldSpec and a history into a model ``model(design)`` with the call shape
 ``pyro.contrib.oed`` expects: it draws ``rule`` and ``blickets`` from the current beliefs and ``lit`` for
@@ -60,11 +65,15 @@ def blicket_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: t
         raise ValueError(f"trials have {N} objects, spec has n_objects={spec.n_objects}")
     dtype = trials.dtype if torch.is_floating_point(trials) else torch.get_default_dtype()
     table = spec.lit_table(dtype=dtype, device=trials.device)  # [R, N+1]
+    prior = spec.set_prior()
+    sets = prior.enumerate_support(expand=False).to(dtype=dtype, device=trials.device)
+    set_logits = prior.log_prob(sets)
     with pyro.plate("episodes", B, dim=-2):
         rule = pyro.sample("rule", dist.Categorical(spec.rule_probs(dtype, trials.device)),
                            infer={"enumerate": "parallel"})
-        blickets = pyro.sample("blickets", spec.set_prior(), infer={"enumerate": "parallel"})
-        k = (trials.to(dtype) * blickets.to(dtype)).sum(-1)  # [..., B, T]
+        idx = pyro.sample("blicket_set", dist.Categorical(logits=set_logits), infer={"enumerate": "parallel"})
+        blickets = pyro.deterministic("blickets", sets[idx], event_dim=1)
+        k = (trials.to(dtype) * blickets).sum(-1)  # [..., B, T]
         p = table[rule, k.round().long()]
         with pyro.plate("trials", T, dim=-1):
             d = dist.Bernoulli(probs=p)

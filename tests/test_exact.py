@@ -1,0 +1,145 @@
+import math
+
+import brute
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from causalplay.models.blicket import blicket_model
+from pyro.infer import TraceEnum_ELBO
+
+import causalplay
+from causalplay.api import make_spec
+from causalplay.history import History, HistoryBatch
+
+RULES = ("disjunctive", "conjunctive")
+
+
+def random_history(rng, n, t, noise=0.0):
+    true = rng.random(n) < 0.4
+    rule = rng.integers(2)
+    pairs = []
+    for _ in range(t):
+        trial = np.flatnonzero(rng.random(n) < 0.4).tolist()
+        k = int(true[trial].sum())
+        lit = k >= (1 if rule == 0 else 2)
+        if rng.random() < noise:
+            lit = not lit
+        pairs.append((trial, bool(lit)))
+    return pairs
+
+
+@pytest.mark.parametrize("n,prior,noise", [(3, dict(blicket_prior=0.3), 0.0), (6, dict(blicket_prior=0.5), 0.1),
+                                           (8, dict(n_blickets=(1, 2, 3)), 0.0), (10, dict(blicket_prior=0.2), 0.05)])
+def test_exact_matches_pyro_enumeration(n, prior, noise, float64):
+    """Pyro's own exact enumeration (TraceEnum_ELBO.compute_marginals) of the world model vs the engine: 1e-6."""
+    rng = np.random.default_rng(n)
+    hs = [History.from_pairs(random_history(rng, n, t, noise), n) for t in (0, 3, 6)]
+    hb = HistoryBatch.from_histories(hs, n)
+    spec = make_spec(n, RULES, None, noise=noise, **prior)
+    try:
+        m = TraceEnum_ELBO(max_plate_nesting=2).compute_marginals(
+            blicket_model, lambda *a, **k: None, hb.trials, hb.lit, hb.mask, spec=spec)
+    except causalplay.InconsistentEvidenceError:
+        pytest.skip("sampled evidence impossible")
+    sets = spec.set_prior().enumerate_support(expand=False)
+    pyro_blickets = m["blicket_set"].probs.reshape(len(hs), -1) @ sets
+    pyro_rule = m["rule"].probs.reshape(len(hs), -1)
+    ours = causalplay.infer_batch(hb, rules=RULES, noise=noise, **prior)
+    np.testing.assert_allclose(ours.blicket_probs, pyro_blickets.numpy(), atol=1e-6)
+    np.testing.assert_allclose(ours.rule_probs, pyro_rule.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.1])
+def test_exact_matches_brute_force(noise):
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        hist = random_history(rng, 5, 5, noise)
+        try:
+            b = causalplay.infer(hist, 5, blicket_prior=0.3, noise=noise)
+        except causalplay.InconsistentEvidenceError:
+            continue
+        bp, rp = brute.marginals(brute.posterior(hist, 5, RULES, p=0.3, noise=noise), 5, RULES)
+        np.testing.assert_allclose(b.blicket_prob, bp, atol=1e-12)
+        assert [b.rule_prob[r] for r in RULES] == pytest.approx([rp[r] for r in RULES], abs=1e-12)
+
+
+def test_backward_blocking_closed_form():
+    """Sobel et al. (2004). Disjunctive, prior p: after AB+ P(A) = p / (1 - (1-p)^2); after A+ too, P(B) = p."""
+    p = 1 / 3
+    ab = causalplay.infer([([0, 1], True)], 2, rules="disjunctive", blicket_prior=p)
+    assert ab.blicket_prob == pytest.approx([p / (1 - (1 - p) ** 2)] * 2, abs=1e-12)
+    bb = ab.update([0], True)
+    assert bb.blicket_prob == pytest.approx([1.0, p], abs=1e-12)
+
+
+def test_indirect_screening_off_closed_form():
+    """AB+, A- under a disjunctive machine: B is a blicket, A is not, whatever the prior."""
+    for p in (0.1, 0.5, 0.9):
+        b = causalplay.infer([([0, 1], True), ([0], False)], 2, rules="disjunctive", blicket_prior=p)
+        assert b.blicket_prob == pytest.approx([0.0, 1.0], abs=1e-12)
+
+
+def test_issue_example_by_hand():
+    """Both rules, p = 1/3: disjunctive needs 1 in S, 0 not (2/9); conjunctive needs 0, 1 in S (1/9)."""
+    b = causalplay.infer([([0, 1], True), ([0], False)], n_objects=3)
+    assert b.blicket_prob == pytest.approx([1 / 3, 1.0, 1 / 3], abs=1e-12)
+    assert b.rule_prob == pytest.approx({"disjunctive": 2 / 3, "conjunctive": 1 / 3}, abs=1e-12)
+    assert b.map() == ((1,), "disjunctive")
+    # P(lit | {0, 2}): disjunctive needs 2 (1/3); conjunctive has 0 and needs 2 (1/3).
+    assert b.predict([0, 2]) == pytest.approx(1 / 3, abs=1e-12)
+    assert b.predict(np.array([True, False, True])) == pytest.approx(1 / 3, abs=1e-12)
+
+
+def test_count_prior_known_count():
+    # Two blickets among three, disjunctive; 0 alone does not light -> blickets are {1, 2}.
+    b = causalplay.infer([([0], False)], 3, rules="disjunctive", n_blickets=2)
+    assert b.blicket_prob == pytest.approx([0, 1, 1], abs=1e-12)
+
+
+def test_rule_prior_dict():
+    b = causalplay.infer([], 2, rule_prior={"disjunctive": 3, "conjunctive": 1})
+    assert b.rule_prob == pytest.approx({"disjunctive": 0.75, "conjunctive": 0.25})
+
+
+def test_update_equals_infer_on_longer_history():
+    h = [([0, 1], True), ([2], False)]
+    a = causalplay.infer(h, 4, noise=0.05).update([1, 3], True)
+    b = causalplay.infer(h + [([1, 3], True)], 4, noise=0.05)
+    np.testing.assert_allclose(a.blicket_prob, b.blicket_prob, atol=1e-12)
+
+
+def test_batch_dataframe_and_frame():
+    df = pd.DataFrame({"episode": ["a", "a", "b"], "trial": [2, 1, 1],
+                       "objects": [[0], [0, 1], [1]], "lit": [True, True, False]})
+    bb = causalplay.infer_batch(df, 2, rules="disjunctive", blicket_prior=1 / 3)
+    assert bb.episodes == ["a", "b"]
+    # Episode a (sorted by trial) is backward blocking; b: 1 is not a blicket.
+    np.testing.assert_allclose(bb.blicket_probs, [[1, 1 / 3], [1 / 3, 0]], atol=1e-12)
+    tidy = bb.to_frame()
+    assert list(tidy.columns) == ["episode", "kind", "item", "prob"] and len(tidy) == 2 * 3
+    single = causalplay.infer([([0], True)], 2).to_frame()
+    assert set(single["kind"]) == {"blicket", "rule"}
+
+
+def test_float32_close_to_float64():
+    h = [([0, 1], True), ([0], True), ([2, 3], False)]
+    a = causalplay.infer(h, 6, noise=0.1, dtype=torch.float32)
+    b = causalplay.infer(h, 6, noise=0.1)
+    np.testing.assert_allclose(a.blicket_prob, b.blicket_prob, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    rng = np.random.default_rng(3)
+    hs = [random_history(rng, 9, 8, 0.1) for _ in range(64)]
+    a = causalplay.infer_batch(hs, 9, noise=0.1, device="cuda")
+    b = causalplay.infer_batch(hs, 9, noise=0.1)
+    np.testing.assert_allclose(a.blicket_probs, b.blicket_probs, atol=1e-10)
+    np.testing.assert_allclose(a.eig_all(), b.eig_all(), atol=1e-9)
+
+
+def test_entropy_of_prior_by_hand():
+    # Uniform over 4 sets x 2 rules = 3 bits.
+    assert causalplay.infer([], 2, blicket_prior=0.5).entropy == pytest.approx(3.0)
+    assert math.isclose(causalplay.infer([], 2, blicket_prior=0.5, rules="disjunctive").entropy, 2.0)

@@ -1,0 +1,79 @@
+import numpy as np
+import pyro
+import pyro.poutine as poutine
+import pytest
+import torch
+from causalplay.models.blicket import blicket_model
+from causalplay.models.blicket_objects import blicket_objects_model
+from causalplay.models.sigmoid import SigmoidPrior
+
+import causalplay
+from causalplay.api import make_spec
+from causalplay.history import History, HistoryBatch
+from causalplay.svi import SVIOptions, svi_fit
+
+
+def test_two_model_forms_have_the_same_joint_density(float64):
+    """The enumerable and the per-object world models are one specification: same log p(rule, set, lit)."""
+    spec = make_spec(4, ("disjunctive", "conjunctive"), blicket_prior=0.3, noise=0.1)
+    hb = HistoryBatch.from_histories([History.from_pairs([([0, 1], True), ([2], False)], 4)], 4)
+    sets = spec.set_prior().enumerate_support(expand=False)
+    for r in range(2):
+        for s in (0, 3, 9):
+            a = poutine.trace(poutine.condition(blicket_model, {
+                "rule": torch.tensor([[r]]), "blicket_set": torch.tensor([[s]])})).get_trace(
+                hb.trials, hb.lit, hb.mask, spec=spec)
+            b = poutine.trace(poutine.condition(blicket_objects_model, {
+                "rule": torch.tensor([[r]]), "blickets": sets[s].reshape(1, 1, 4)})).get_trace(
+                hb.trials, hb.lit, hb.mask, spec=spec)
+            assert a.log_prob_sum().item() == pytest.approx(b.log_prob_sum().item(), abs=1e-10)
+
+
+def test_svi_close_to_exact():
+    """Mean-field SVI vs exact marginals on a world small enough to enumerate (N = 8, 3 episodes).
+
+    Tolerance: mean |error| <= 0.06 and max <= 0.25 over objects, rule max <= 0.25 -- the size of the
+    mean-field error measured at N = 12-16 in docs/inference.md (seeded, so the run is deterministic).
+    """
+    rng = np.random.default_rng(0)
+    hs = []
+    for b in range(3):
+        true = rng.random(8) < 0.3
+        pairs = []
+        for _ in range(8):
+            trial = rng.random(8) < 0.35
+            lit = int((trial & true).sum()) >= (1 if b % 2 == 0 else 2)
+            pairs.append((trial, bool(lit)))
+        hs.append(History.from_pairs(pairs, 8))
+    exact = causalplay.infer_batch(hs, 8, blicket_prior=0.3, noise=0.05)
+    spec = make_spec(8, ("disjunctive", "conjunctive"), blicket_prior=0.3, noise=0.05)
+    res = svi_fit(HistoryBatch.from_histories(hs, 8, dtype=torch.float32), spec=spec,
+                  options=SVIOptions(num_steps=400, num_particles=64, seed=0))
+    err = np.abs(res.blicket_probs - exact.blicket_probs)
+    assert err.mean() <= 0.06 and err.max() <= 0.25, err
+    assert np.abs(res.rule_probs - exact.rule_probs).max() <= 0.25
+
+
+def test_svi_sigmoid_learns_bias():
+    """Pairs light the machine, singles do not: the sigmoid's bias must move above its prior mean (1.0)."""
+    pairs = [([0], False), ([1], False), ([0, 1], True), ([2], False), ([0, 2], True), ([1, 2], True)] * 2
+    hb = HistoryBatch.from_histories([History.from_pairs(pairs, 4)], 4, dtype=torch.float32)
+    res = svi_fit(hb, sigmoid_prior=SigmoidPrior(), options=SVIOptions(num_steps=300, num_particles=32, lr=0.1, seed=0))
+    assert res.continuous_mean("bias")[0] > 1.2
+    assert res.blicket_probs[0, :3].min() > 0.7 and res.blicket_probs[0, 3] < 0.5
+
+
+def test_infer_svi_method_and_errors():
+    b = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
+                         svi_options=dict(num_steps=400, num_particles=32, lr=0.1))
+    assert b.blicket_prob[0] > 0.9
+    assert set(b.rule_prob) == {"disjunctive"} and b.to_frame().shape == (4, 3)
+    assert b.eig([[1], [2]]).shape == (2,)
+    with pytest.raises(TypeError, match="unknown SVI option"):
+        causalplay.infer([([0], True)], 3, method="svi", svi_options=dict(steps=3))
+    with pytest.raises(ValueError, match="independent blicket prior"):
+        causalplay.infer([([0], True)], 3, method="svi", n_blickets=1, svi_options=dict(num_steps=1))
+
+
+def test_param_store_is_clean():
+    assert len(pyro.get_param_store()) == 0
