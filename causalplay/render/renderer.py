@@ -205,6 +205,10 @@ class Renderer:
         """Stop the worker. The renderer restarts it if used again."""
         self._shutdown()
 
+    def __deepcopy__(self, memo: dict) -> Renderer:
+        # a handle on one worker process and its cache: copies (e.g. of an env spec's kwargs) share it
+        return self
+
     def __enter__(self) -> Renderer:
         return self
 

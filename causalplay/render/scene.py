@@ -125,6 +125,33 @@ def slot_position(i: int, n: int, on: bool) -> tuple[float, float, float]:
     return (x, _TABLE_Y - r * SPACING, OBJECT_SIZE / 2)
 
 
+def machine_width(n: int) -> float:
+    return grid(n)[1] * SPACING + 0.5
+
+
+LENS_MM, SENSOR_MM = 35.0, 36.0  # Blender's default sensor fit: the 36 mm width spans the image width
+
+
+def camera_pose(n: int) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Camera location and Euler rotation for ``n`` objects: everything framed, pulled back for wide rows."""
+    rows, _ = grid(n)
+    back = _MACHINE_FRONT + machine_depth(n) + 0.25
+    front = _TABLE_Y - (rows - 1) * SPACING - 0.5
+    d = max(5.6, 0.62 * (machine_width(n) + 1.2) / math.tan(math.radians(27)), 1.25 * (back - front))
+    e = math.radians(_CAM_ELEVATION)
+    ty, tz = (front + back) / 2 - 0.1, 0.45
+    return (0.0, ty - d * math.cos(e), tz + d * math.sin(e)), (math.pi / 2 - e, 0.0, 0.0)
+
+
+def machine_box(n: int) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Axis-aligned bounds (min corner, max corner) of the parts that light up: body and lamp dome."""
+    w, depth = machine_width(n), machine_depth(n)
+    back = _MACHINE_FRONT + depth + 0.25
+    lamp_r = OBJECT_SIZE / 2 * 2.4
+    top = _BODY_HEIGHT + 0.55 + OBJECT_SIZE / 2 * 1.3
+    return (-max(w, 2 * lamp_r) / 2, _MACHINE_FRONT, 0.0), (max(w, 2 * lamp_r) / 2, back + OBJECT_SIZE / 2 * 0.9, top)
+
+
 class BlenderScene:
     """The scene inside Blender, built once; :meth:`render` only moves slots and swaps meshes/materials.
 
@@ -246,7 +273,7 @@ class BlenderScene:
                               self.mat_body_off)
 
         cam_data = bpy.data.cameras.new("camera")
-        cam_data.lens = 35
+        cam_data.lens, cam_data.sensor_width, cam_data.sensor_fit = LENS_MM, SENSOR_MM, "HORIZONTAL"
         self.camera = bpy.data.objects.new("camera", cam_data)
         sc.collection.objects.link(self.camera)
         sc.camera = self.camera
@@ -321,8 +348,7 @@ class BlenderScene:
         """Pose the scene for one canonical frame (see :func:`make_frame`)."""
         objs, on, lit = frame["objects"], frame["on"], frame["lit"]
         n = len(objs)
-        rows, cols = grid(n)
-        width, depth = cols * SPACING + 0.5, machine_depth(n)
+        width, depth = machine_width(n), machine_depth(n)
         yc = _MACHINE_FRONT + depth / 2
         self.body.scale.x, self.body.scale.y, self.body.location.y = width, depth, yc
         self.plate.scale.x, self.plate.scale.y, self.plate.location.y = width - 0.2, depth - 0.2, yc
@@ -340,13 +366,7 @@ class BlenderScene:
             ob.material_slots[0].material = self.obj_mats[(material, color)]
             ob.location = slot_position(i, n, on[i])
             ob.rotation_euler = (0, 0, math.radians(20) if shape == "cube" else 0)
-        # frame the camera on the machine and the table row; pull back so the widest row fits with a margin
-        front = _TABLE_Y - (rows - 1) * SPACING - 0.5
-        d = max(5.6, 0.62 * (width + 1.2) / math.tan(math.radians(27)), 1.25 * (back - front))
-        e = math.radians(_CAM_ELEVATION)
-        ty, tz = (front + back) / 2 - 0.1, 0.45
-        self.camera.location = (0, ty - d * math.cos(e), tz + d * math.sin(e))
-        self.camera.rotation_euler = (math.pi / 2 - e, 0, 0)
+        self.camera.location, self.camera.rotation_euler = camera_pose(n)
 
     def render(self, frame: Mapping[str, Any]) -> bytes:
         """Render one frame; returns ``HEIGHT * WIDTH * 3`` bytes, RGB, top row first."""
