@@ -48,7 +48,7 @@ def check_target(target: str) -> str:
 
 
 def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tensor, target: str = "joint",
-             *, max_elements: int = 2**25) -> torch.Tensor:
+             *, lit_prob: torch.Tensor | None = None, max_elements: int = 2**25) -> torch.Tensor:
     """EIG in bits of every candidate trial for every episode.
 
     Parameters
@@ -59,6 +59,8 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     candidates : Tensor ``[D, N]``
         0/1 candidate trials.
     target : {"joint", "blickets", "rule"}
+    lit_prob : Tensor ``[H, D]``, optional
+        ``space.lit_prob(candidates)``, when the caller scores the same candidates many times (agents).
     max_elements : int
         Bound on the size of any temporary ``[b, S, D]`` tensor (the ``"blickets"`` target); sets the chunk.
 
@@ -67,7 +69,7 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     Tensor ``[B, D]``
     """
     check_target(target)
-    P = space.lit_prob(candidates)  # [H, D]
+    P = space.lit_prob(candidates) if lit_prob is None else lit_prob  # [H, D]
     w = log_w.exp().to(P.dtype)
     p_on = w @ P
     h_y = binary_entropy_bits(p_on)

@@ -29,27 +29,23 @@ class InconsistentEvidenceError(ValueError):
     ``noise=0``)."""
 
 
-def _log_tables(space: HypothesisSpace) -> tuple[torch.Tensor, torch.Tensor]:
+def _outcome_tables(space: HypothesisSpace) -> torch.Tensor:
+    """``[R, 3 (N + 1)]``: log P(unlit | k), log P(lit | k), then zeros for padding, so one gather per rule
+    turns (outcome code, k) into a log-likelihood term."""
     p = space.lit_table
     with torch.no_grad():
-        return torch.log(p), torch.log1p(-p)
+        return torch.cat([torch.log1p(-p), torch.log(p), torch.zeros_like(p)], dim=-1)
 
 
 def log_likelihood(space: HypothesisSpace, trials: torch.Tensor, lit: torch.Tensor,
                    mask: torch.Tensor | None = None) -> torch.Tensor:
     """``sum_t log P(lit_t | trial_t, h)`` for ``trials [B, T, N]``, ``lit [B, T]``; returns ``[B, H]``."""
-    log_on, log_off = _log_tables(space)  # [R, N+1]
+    tables = _outcome_tables(space)
+    n1 = space.n_objects + 1
+    code = lit.to(torch.long) if mask is None else torch.where(mask.bool(), lit.to(torch.long), 2)  # 2 = padding
     k = torch.matmul(trials.to(space.dtype), space.sets.T).round_().long()  # [B, T, S]
-    lit = lit.to(space.dtype)[..., None]
-    w_on = lit if mask is None else lit * mask[..., None]
-    w_off = (1 - lit) if mask is None else (1 - lit) * mask[..., None]
-    out = []
-    for r in range(space.n_rules):
-        a, b = log_on[r][k], log_off[r][k]  # [B, T, S]
-        # 0 * -inf must be 0 (an unobserved or padded outcome contributes nothing).
-        term = torch.where(w_on > 0, a * w_on, 0.0) + torch.where(w_off > 0, b * w_off, 0.0)
-        out.append(term.sum(1))
-    return torch.cat(out, dim=-1)
+    idx = k + (n1 * code)[..., None]
+    return torch.cat([tables[r][idx].sum(1) for r in range(space.n_rules)], dim=-1)
 
 
 def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: int = DEFAULT_CHUNK,
