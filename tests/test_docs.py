@@ -1,0 +1,21 @@
+"""Every ```python block of the documentation pages listed here runs as written."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGES = ["inference.md"]
+
+
+def blocks(page: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), flags=re.S)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_doc_examples_run(page, capsys):
+    code = blocks(page)
+    assert code, f"{page} has no python example"
+    for i, src in enumerate(code):
+        exec(compile(src, f"{page}[{i}]", "exec"), {})
