@@ -271,10 +271,15 @@ class Renderer:
 
     def render_frames(self, frames: Sequence[Mapping[str, Any]], chunk: int = 64) -> list[np.ndarray]:
         """Render canonical frames (from :func:`make_frame`), serving cached ones and batching the rest."""
-        if not self.alive and not self.info:
-            self.start()  # settle the engine (EGL fallback to Cycles) before computing keys
         keys = [self.key(f) for f in frames]
         out: list[np.ndarray | None] = [self.cache.get(k) for k in keys]
+        if any(img is None for img in out) and not self.info:
+            # First render: start the worker, which settles the engine (Workbench may fall back to Cycles).
+            # Fully cached requests never need Blender at all.
+            self.start()
+            if self.engine != self.requested_engine:
+                keys = [self.key(f) for f in frames]
+                out = [self.cache.get(k) for k in keys]
         todo: dict[str, int] = {}
         for i, img in enumerate(out):
             if img is None and keys[i] not in todo:
