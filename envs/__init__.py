@@ -1,4 +1,4 @@
-# ruff: noqa: E402  (the pixel-env hook at the end must be a plain import after the registrations)
+# ruff: noqa: E402, I001  (the pixel-env hook at the end must be a plain import after the registrations)
 """Symbolic Blicket environments, registered with gymnasium on import (ids ``causalplay/<Name>-v<N>``).
 
 =================================  ======================================================================
@@ -80,6 +80,5 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
 
 
 import importlib.util as _ilu
-
 if _ilu.find_spec(f"{__name__}.pixels") is not None:
     from . import pixels  # noqa: F401,E402  (registers the pixel ids; written by the pixel-env engineer)
