@@ -1,0 +1,91 @@
+"""The agent protocol: batched agents that map observations to ``[trial, belief]`` actions.
+
+An agent plays ``B`` episodes of a batched task (:class:`causalplay.envs.core.BlicketBatch`) in lock-step::
+
+    agent.reset(task, obs)          # task: TaskInfo (what the task tells every player), obs: [B, N + 4]
+    for t in 1..T:
+        action = agent.act(obs, active)   # [B, 2N] in [0, 1]; rows of ended episodes are ignored
+        obs, reward, terminated, truncated = env.step(action)
+
+Every agent's docstring says what it **knows**: the rule family of the task (``task.rules``, told to every
+player as the task's instructions), the announced blicket count (in the observation), and whether it uses
+the fact that a step which did not end the episode means its previous guess was wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from causalplay.rules import Rule
+
+__all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief"]
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the task's instructions tell a player (never the episode's ground truth)."""
+
+    n_objects: int
+    horizon: int
+    n_context: int
+    rules: tuple[Rule, ...]
+
+    @classmethod
+    def from_env(cls, env) -> TaskInfo:
+        return cls(env.config.n_objects if hasattr(env, "config") else env.n_objects, env.horizon, env.n_context,
+                   tuple(env.rules))
+
+
+class Agent:
+    """Base class. Subclasses set ``name`` and implement :meth:`reset` and :meth:`act`."""
+
+    name = "agent"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.gen = torch.Generator().manual_seed(int(seed))
+
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        self.task = task
+        self.B = obs.shape[0]
+        self.t = 0
+
+    def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def trial_runs(self) -> bool:
+        """Whether the trial in the action about to be taken (action ``self.t``) is run by the env."""
+        return self.task.n_context <= self.t < self.task.horizon
+
+    def parse(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``on [B, N]`` bool, ``lit [B]`` bool, announced count ``[B]`` long, from the observation layout."""
+        N = self.task.n_objects
+        return obs[:, :N] > 0.5, obs[:, N] > 0.5, (obs[:, N + 1] * N).round().long()
+
+
+class MemoryAgent(Agent):
+    """Keeps every panel seen: ``self.panels [B, t, N]`` bool, ``self.lits [B, t]`` bool."""
+
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        super().reset(task, obs)
+        N = task.n_objects
+        self.panels = torch.zeros(self.B, 0, N, dtype=torch.bool)
+        self.lits = torch.zeros(self.B, 0, dtype=torch.bool)
+
+    def remember(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self.t += 1
+        on, lit, count = self.parse(obs)
+        self.panels = torch.cat([self.panels, on[:, None]], 1)
+        self.lits = torch.cat([self.lits, lit[:, None]], 1)
+        self.count = count
+        return on, lit, count
+
+
+def map_side_belief(marginals: torch.Tensor, guess: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+    """Beliefs that round to ``guess`` (so the solve check tests that set) but stay as close as possible to the
+    marginals (so the JSD penalty stays small when the guess is wrong)."""
+    m = marginals.to(torch.float64)
+    return torch.where(guess, m.clamp_min(0.5 + eps), m.clamp_max(0.5 - eps)).clamp(0.0, 1.0)
