@@ -5,11 +5,11 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from causalplay.envs import make_batch
 
 from causalplay.agents import AGENTS, EIGAgent, PlannerAgent, TaskInfo, make_agent, map_side_belief
 from causalplay.agents.notears import NotearsAgent
 from causalplay.agents.posterior import Posterior
-from causalplay.envs import make_batch
 from causalplay.rules import disjunctive
 
 SMALL = TaskInfo(n_objects=4, horizon=6, n_context=0, rules=(disjunctive(),))

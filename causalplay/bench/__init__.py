@@ -1,1 +1,13 @@
-"""Placeholder package; filled by its issue."""
+"""The benchmark: agents x envs x seeds -> the IVRE Table-2 layout, results.json, per-episode CSV, plots.
+
+Command line: ``causalplay bench --env causalplay/IVRE-v0 --agents eig,planner --episodes 10000 --seeds 5``.
+"""
+
+from __future__ import annotations
+
+from .metrics import assign_split, auccess, mean_ci, stable_unit, success_curve, template_folds, wilcoxon
+from .runner import SerialExecutor, make_executor, run_benchmark, run_episodes, summarise, table, write_results
+
+__all__ = ["run_benchmark", "run_episodes", "summarise", "table", "write_results", "SerialExecutor",
+           "make_executor", "auccess", "success_curve", "wilcoxon", "mean_ci", "stable_unit", "assign_split",
+           "template_folds"]

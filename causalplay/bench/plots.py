@@ -1,0 +1,58 @@
+"""PNG plots of a benchmark run: success percentage vs step, and reward distributions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .metrics import success_curve
+
+__all__ = ["plot_success", "plot_rewards"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_success(df: pd.DataFrame, horizons: dict[str, tuple[int, int]], out: str | Path) -> list[Path]:
+    """One PNG per env: % of episodes solved by each action, one line per agent (all seeds pooled)."""
+    plt = _plt()
+    paths = []
+    for env, g in df.groupby("env", sort=False):
+        C, T = horizons[env]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for agent, ga in g.groupby("agent", sort=False):
+            ax.plot(range(1, T + 1), 100 * success_curve(ga["solved_step"].to_numpy(), T), marker="o", label=agent)
+        ax.axvline(C + 0.5, color="gray", ls="--", lw=1)
+        ax.set(xlabel="step (action)", ylabel="% episodes solved", title=f"{env}: success vs step", ylim=(0, 101))
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = Path(out) / f"success_{env.replace('/', '_')}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_rewards(df: pd.DataFrame, out: str | Path) -> list[Path]:
+    """One PNG per env: box plots of episode reward per agent."""
+    plt = _plt()
+    paths = []
+    for env, g in df.groupby("env", sort=False):
+        agents = list(dict.fromkeys(g["agent"]))
+        fig, ax = plt.subplots(figsize=(max(6, len(agents)), 4))
+        ax.boxplot([g.loc[g["agent"] == a, "episode_reward"].to_numpy() for a in agents], showfliers=False)
+        ax.set_xticks(range(1, len(agents) + 1), agents, rotation=30, fontsize=8)
+        ax.set(ylabel="episode reward R", title=f"{env}: reward distribution")
+        fig.tight_layout()
+        path = Path(out) / f"rewards_{env.replace('/', '_')}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

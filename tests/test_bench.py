@@ -1,0 +1,123 @@
+"""Benchmark metrics against hand-computed values; runner determinism and resuming; the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from causalplay.bench import (
+    SerialExecutor,
+    assign_split,
+    auccess,
+    mean_ci,
+    run_benchmark,
+    run_episodes,
+    stable_unit,
+    success_curve,
+    summarise,
+    template_folds,
+    wilcoxon,
+)
+
+
+def test_success_curve_by_hand():
+    np.testing.assert_allclose(success_curve(np.array([5, 0, 7, 1]), 10),
+                               [.25, .25, .25, .25, .5, .5, .75, .75, .75, .75])
+
+
+def test_auccess_by_hand():
+    # Trial steps k = 1..6 are actions 5..10: s = .5, .5, .75, .75, .75, .75; w_k = log(k+1) - log(k) telescopes:
+    # sum w = log 7, w1 + w2 = log 3, w3..w6 = log(7/3).
+    want = (0.5 * math.log(3) + 0.75 * math.log(7 / 3)) / math.log(7)
+    assert auccess(np.array([5, 0, 7, 1]), 4, 10) == pytest.approx(want, abs=1e-12)
+    assert auccess(np.array([1, 2]), 4, 10) == pytest.approx(1.0)
+    assert auccess(np.array([0, 0]), 4, 10) == 0.0
+    with pytest.raises(ValueError, match="trial step"):
+        auccess(np.array([1]), 10, 10)
+
+
+def test_wilcoxon_exact_by_hand():
+    # 5 positive differences: W- = 0; exact two-sided p = 2 / 2^5.
+    stat, p = wilcoxon([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])
+    assert stat == 0 and p == pytest.approx(2 / 32)
+    # differences 1, -2, 3, 4, 5: W- = 2; P(W- <= 2) = |{}, {1}, {2}| / 32, two-sided doubles it.
+    stat, p = wilcoxon([1, -2, 3, 4, 5], [0, 0, 0, 0, 0])
+    assert stat == 2 and p == pytest.approx(6 / 32)
+    assert wilcoxon([1, 2], [1, 2]) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="paired"):
+        wilcoxon([1, 2], [1])
+
+
+def test_mean_ci_by_hand():
+    m, h = mean_ci([1.0, 2.0, 3.0])
+    # sd = 1, t(0.975, 2) = 4.302652729749464 (tables), half-width = t / sqrt(3)
+    assert m == 2.0 and h == pytest.approx(4.302652729749464 / math.sqrt(3), rel=1e-9)
+    assert mean_ci([4.0]) == (4.0, 0.0)
+
+
+def test_stable_hash_splits_by_hand():
+    # SHA-256("abc") = ba7816bf 8f01cfea ... (FIPS 180-2 test vector)
+    assert stable_unit("abc") == pytest.approx(0xBA7816BF8F01CFEA / 2**64, abs=0)
+    assert assign_split("abc") == "train"  # 0.728 < 0.8
+    assert assign_split("abc", (0.5, 0.3, 0.2)) == "dev"  # 0.5 <= 0.728 < 0.8
+    assert assign_split("abc", (0.5, 0.1, 0.4)) == "test"
+    with pytest.raises(ValueError, match="fractions"):
+        assign_split("abc", (0.5, 0.5, 0.5))
+    keys = [f"k{i}" for i in range(4000)]
+    share = pd.Series([assign_split(k) for k in keys]).value_counts(normalize=True)
+    assert abs(share["train"] - 0.8) < 0.03  # 4000 draws: sd 0.0063
+
+
+def test_template_folds_partition():
+    ts = ["disjunctive|random", "conjunctive|random", "disjunctive|acre", "conjunctive|acre", "noisy|random"]
+    folds = template_folds(ts, n_folds=5)
+    assert folds == template_folds(list(reversed(ts)), n_folds=5)  # order of input does not matter
+    tested = []
+    for f in folds.values():
+        parts = f["train"] + f["dev"] + f["test"]
+        assert sorted(parts) == sorted(ts) and len(set(parts)) == len(ts)
+        tested += f["test"]
+    assert sorted(tested) == sorted(ts)  # every template is held out exactly once
+
+
+def test_run_episodes_is_deterministic():
+    a = run_episodes("causalplay/IVRE-v0", "search-naive", 50, seed=3, shard=1)
+    b = run_episodes("causalplay/IVRE-v0", "search-naive", 50, seed=3, shard=1)
+    cols = [c for c in a.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    assert (a["context_reward"] >= a["episode_reward"] - 20 * a["episode_solved"]).all()
+
+
+def test_run_benchmark_resumes_and_summarises(tmp_path):
+    df = run_benchmark(["causalplay/IVRE-v0"], ["random", "eig"], 60, [0, 1], tmp_path, shard_size=30,
+                       executor=SerialExecutor(), progress=False)
+    assert len(df) == 2 * 2 * 60
+    shards = sorted((tmp_path / "shards").glob("*.csv"))
+    assert len(shards) == 8
+    mtimes = [p.stat().st_mtime_ns for p in shards]
+    df2 = run_benchmark(["causalplay/IVRE-v0"], ["random", "eig"], 60, [0, 1], tmp_path, shard_size=30,
+                        executor=SerialExecutor(), progress=False)
+    assert [p.stat().st_mtime_ns for p in shards] == mtimes  # nothing re-run
+    pd.testing.assert_frame_equal(df, df2)
+    rows = summarise(df)
+    assert {r["agent"] for r in rows} == {"random", "eig"} and len(rows) == 4
+    assert set(rows[0]) >= {"env", "agent", "seed", "episodes", "context_acc", "context_reward", "episode_acc",
+                            "episode_reward", "auccess"}
+
+
+def test_cli_bench(tmp_path):
+    from causalplay.cli import app
+
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["bench", "--agents", "naive,eig", "--episodes", "40", "--seeds", "2",
+                                   "--executor", "serial", "--out", str(out), "--shard-size", "20"])
+    assert res.exit_code == 0, res.output
+    assert "naive" in res.output and "eig" in res.output and "Wilcoxon" not in res.output  # no planner: no test
+    rows = json.loads((out / "results.json").read_text())
+    assert len(rows) == 4 and {r["seed"] for r in rows} == {0, 1}
+    assert (out / "episodes.csv").exists() and list(out.glob("success_*.png")) and list(out.glob("rewards_*.png"))
+    bad = CliRunner().invoke(app, ["bench", "--agents", "oracle", "--episodes", "2", "--out", str(out)])
+    assert bad.exit_code != 0
