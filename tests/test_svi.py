@@ -32,8 +32,9 @@ def test_two_model_forms_have_the_same_joint_density(float64):
 def test_svi_close_to_exact():
     """Mean-field SVI vs exact marginals on a world small enough to enumerate (N = 8, 3 episodes).
 
-    Tolerance: mean |error| <= 0.06 and max <= 0.25 over objects, rule max <= 0.25 -- the size of the
-    mean-field error measured at N = 12-16 in docs/inference.md (seeded, so the run is deterministic).
+    Tolerance: mean |error| <= 0.06, just above the mean error measured at N = 12-16 in docs/inference.md
+    (0.043-0.051); max <= 0.25 over objects and rules (the N = 12-16 maxima were 0.28-0.34 over 8 episodes;
+    these 3 smaller episodes stay below 0.25). Seeded, so the run is deterministic.
     """
     rng = np.random.default_rng(0)
     hs = []
