@@ -157,6 +157,20 @@ def test_worker_restarts_after_dying(renderer):
     assert img.shape == (HEIGHT, WIDTH, 3) and renderer.alive and renderer.restarts == before + 1
 
 
+@needs_bpy
+@pytest.mark.slow
+def test_falls_back_to_cycles_without_egl(monkeypatch):
+    """Hide every EGL vendor from libglvnd: Workbench aborts the worker, the renderer warns and uses Cycles."""
+    monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent/egl_vendor.json")
+    r = renderer_mod.Renderer(samples=1)
+    try:
+        with pytest.warns(RuntimeWarning, match="libegl1 libegl-mesa0 libgl1-mesa-dri"):
+            img = r.render(REF_OBJECTS, REF_ON, REF_LIT)
+        assert r.engine == "cycles" and img.shape == (HEIGHT, WIDTH, 3) and img.std() > 5
+    finally:
+        r.close()
+
+
 def write_reference() -> None:  # pragma: no cover - run by hand when the scene's look changes on purpose
     from PIL import Image
 
