@@ -83,20 +83,24 @@ class PlannerAgent(EIGAgent):
     The ``-JSD(oracle, belief)`` part of the reward is also optimised: the oracle is computable from the panels
     and the rule (uniform prior over all sets, no count, no "did not end" updates), so the beliefs are the
     oracle's marginals moved just across 0.5 to agree with the MAP guess -- the guess (and so the chance of
-    solving) is the same as the EIG agent's; only the penalty of a wrong guess is smaller.
+    solving) is the same as the EIG agent's; only the penalty of a wrong guess is smaller
+    (``oracle_beliefs=False`` turns this off, to measure the trial choice alone).
     """
 
     name = "planner"
 
-    def __init__(self, seed: int = 0, use_not_ended: bool = True, top_k: int = 128, chunk: int = 256):
+    def __init__(self, seed: int = 0, use_not_ended: bool = True, top_k: int = 128, chunk: int = 256,
+                 oracle_beliefs: bool = True):
         super().__init__(seed, use_not_ended)
-        self.top_k, self.chunk = top_k, chunk
+        self.top_k, self.chunk, self.oracle_beliefs = top_k, chunk, oracle_beliefs
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.oracle = Posterior(task, self.B, dtype=torch.float64)
 
     def belief_target(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        if not self.oracle_beliefs:  # ablation: the EIG agent's beliefs, only the trial choice differs
+            return self.post.marginals()
         on, lit, _ = self.parse(obs)
         self.oracle.update(on, lit, active)
         return self.oracle.marginals()

@@ -1,0 +1,71 @@
+"""Throughput of the symbolic envs and agents: env steps/s (batched and gymnasium) and agent episodes/s.
+
+Usage: ``.venv/bin/python benchmarks/bench_envs.py [--episodes 10000] [--threads 1]``; prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+
+def batched_env_steps(env_id: str, batch: int) -> float:
+    from causalplay.envs import make_batch
+
+    env = make_batch(env_id, batch, seed=0)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    a = torch.rand(batch, env.action_size, generator=gen, dtype=torch.float64) * 0.4 + 0.3  # never solves
+    t0 = time.perf_counter()
+    for _ in range(env.horizon):
+        env.step(a)
+    return batch * env.horizon / (time.perf_counter() - t0)
+
+
+def gym_env_steps(env_id: str, n_steps: int = 500) -> float:
+    import gymnasium as gym
+
+    import causalplay  # noqa: F401
+
+    env = gym.make(env_id)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        _, _, term, trunc, _ = env.step(rng.random(env.action_space.shape).astype(np.float32))
+        if term or trunc:
+            env.reset()
+    return n_steps / (time.perf_counter() - t0)
+
+
+def agent_episodes(env_id: str, agent: str, episodes: int) -> float:
+    from causalplay.bench import run_episodes
+
+    t0 = time.perf_counter()
+    run_episodes(env_id, agent, episodes, seed=0)
+    return episodes / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--episodes", type=int, default=10000)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    out = {"threads": args.threads}
+    for env_id in ("causalplay/IVRE-v0", "causalplay/EST-v0"):
+        out[env_id] = {
+            "batched_steps_per_s": {str(b): round(batched_env_steps(env_id, b)) for b in (1, 100, args.episodes)},
+            "gym_steps_per_s": round(gym_env_steps(env_id)),
+            "agent_episodes_per_s": {a: round(agent_episodes(env_id, a, args.episodes if a != "notears" else 20), 1)
+                                     for a in ("random", "search-naive", "eig", "planner", "notears")},
+        }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
