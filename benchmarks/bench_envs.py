@@ -61,7 +61,7 @@ def main() -> None:
         out[env_id] = {
             "batched_steps_per_s": {str(b): round(batched_env_steps(env_id, b)) for b in (1, 100, args.episodes)},
             "gym_steps_per_s": round(gym_env_steps(env_id)),
-            "agent_episodes_per_s": {a: round(agent_episodes(env_id, a, args.episodes if a != "notears" else 20), 1)
+            "agent_episodes_per_s": {a: round(agent_episodes(env_id, a, args.episodes if a != "notears" else 10), 2)
                                      for a in ("random", "search-naive", "eig", "planner", "notears")},
         }
     print(json.dumps(out, indent=1))

@@ -149,3 +149,14 @@ def test_eig_and_planner_solve_ivre(one_thread):
 def test_unknown_agent():
     with pytest.raises(ValueError, match="unknown agent"):
         make_agent("oracle-cheat")
+
+
+def test_notears_agent_plays_an_episode():
+    env = make_batch("causalplay/IVRE-v0", 2, seed=0)
+    obs = env.reset()
+    agent = make_agent("notears", seed=0)
+    agent.reset(TaskInfo.from_env(env), obs)
+    for _ in range(env.horizon):
+        a = agent.act(obs, ~env.done)
+        assert set(a[:, 9:].flatten().tolist()) <= {0.0, 1.0}
+        obs, *_ = env.step(a)

@@ -121,3 +121,17 @@ def test_cli_bench(tmp_path):
     assert (out / "episodes.csv").exists() and list(out.glob("success_*.png")) and list(out.glob("rewards_*.png"))
     bad = CliRunner().invoke(app, ["bench", "--agents", "oracle", "--episodes", "2", "--out", str(out)])
     assert bad.exit_code != 0
+
+
+def test_eig_learner_plays_nexiom_like_people():
+    from causalplay.bench.nexiom import compare_nexiom, run_nexiom
+
+    df = run_nexiom(200, seed=0)
+    # 2 of 4 blickets, deterministic machine: the exact learner identifies set and rule every time and never
+    # needs the whole budget (C(4,2) x 2 = 12 hypotheses: at most 11 informative tests).
+    assert df["blickets_correct"].all() and df["rule_correct"].all()
+    assert df["n_tests"].between(1, 11).all()
+    table = compare_nexiom(50, seed=1)
+    assert set(table["who"]) == {"people", "eig"} and set(table["rule"]) == {"conjunctive", "disjunctive"}
+    people = table[table.who == "people"].set_index("rule")
+    assert people.loc["disjunctive", "n"] == 38 and people.loc["conjunctive", "n"] == 40  # the data's sizes
