@@ -61,7 +61,8 @@ def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: in
     chunk_size : int
         Episodes per chunk.
     check : bool
-        Raise :class:`InconsistentEvidenceError` for an episode no hypothesis explains.
+        Raise :class:`InconsistentEvidenceError` for an episode no hypothesis explains; with ``False`` such an
+        episode's row is NaN (for hot loops that handle it themselves).
     """
     batch = batch.to(space.device, space.dtype)
     prior = space.log_prior
@@ -69,7 +70,7 @@ def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: in
     for start in range(0, batch.batch_size, chunk_size):
         sl = slice(start, start + chunk_size)
         out[sl] = prior + log_likelihood(space, batch.trials[sl], batch.lit[sl], batch.mask[sl])
-    return _normalise(out, batch if check else None)
+    return _normalise(out, batch, check=check)
 
 
 def observe(space: HypothesisSpace, log_w: torch.Tensor, trial: torch.Tensor, lit: torch.Tensor,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["inference.md"]
+PAGES = ["inference.md", "environments.md"]
 
 
 def blocks(page: str) -> list[str]:

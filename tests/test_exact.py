@@ -143,3 +143,11 @@ def test_entropy_of_prior_by_hand():
     # Uniform over 4 sets x 2 rules = 3 bits.
     assert causalplay.infer([], 2, blicket_prior=0.5).entropy == pytest.approx(3.0)
     assert math.isclose(causalplay.infer([], 2, blicket_prior=0.5, rules="disjunctive").entropy, 2.0)
+
+
+def test_check_false_marks_impossible_episodes_with_nan():
+    hb = HistoryBatch.from_histories([History.from_pairs([([0], True), ([0], False)], 2)], 2)
+    space = causalplay.HypothesisSpace.build(make_spec(2, "disjunctive"))
+    assert torch.isnan(causalplay.log_posterior(space, hb, check=False)).all()
+    with pytest.raises(causalplay.InconsistentEvidenceError):
+        causalplay.log_posterior(space, hb)
