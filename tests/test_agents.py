@@ -10,7 +10,7 @@ from causalplay.envs import make_batch
 from causalplay.agents import AGENTS, EIGAgent, PlannerAgent, TaskInfo, make_agent, map_side_belief
 from causalplay.agents.notears import NotearsAgent
 from causalplay.agents.posterior import Posterior
-from causalplay.rules import disjunctive
+from causalplay.rules import conjunctive, disjunctive
 
 SMALL = TaskInfo(n_objects=4, horizon=6, n_context=0, rules=(disjunctive(),))
 
@@ -89,6 +89,135 @@ def test_planner_solve_probability_matches_brute_force():
         # next guess = MAP of the outcome's consistent sets (uniform): right with prob 1 / #consistent
         want = sum(lit_y.mean() * (1 / lit_y.sum()) for lit_y in (lit, ~lit) if lit_y.sum() > 0)
         assert value[d] == pytest.approx(want, abs=1e-6), trial
+
+
+def _brute_plan(weights, trials, p_lit, k, cost=1.25, win=20.0):
+    """Expectimax by enumeration, independent of the agent's tensors: ``weights`` maps (rule, set code) -> mass
+    (the guess now already removed); returns the ``k``-step value of each trial. The next guess is the set of
+    largest mass, ties to the lowest code (the agent's documented convention)."""
+    def map_set(w):
+        mass = {}
+        for (_, s), x in w.items():
+            mass[s] = mass.get(s, 0.0) + x
+        best = max(mass.values())
+        return min(s for s, x in mass.items() if x == best), best
+
+    def value(w, trial, k):
+        v = 0.0
+        for y in (True, False):
+            wy = {}
+            for (r, s), x in w.items():
+                p = p_lit(r, s, trial)
+                wy[(r, s)] = x * (p if y else 1.0 - p)
+            total = sum(wy.values())
+            if total == 0.0:
+                continue
+            g, m = map_set(wy)
+            v += win * m - cost * (total - m)
+            if k > 1:
+                rest = {h: x for h, x in wy.items() if h[1] != g}
+                v += max(value(rest, t, k - 1) for t in trials)
+        return v
+
+    return [value(weights, t, k) for t in trials]
+
+
+def _planner_state(task, panel, lit, count, **kw):
+    agent = PlannerAgent(seed=0, **kw)
+    obs = _obs(panel, lit, count, n=task.n_objects)
+    agent.reset(task, obs)
+    agent.act(obs, torch.tensor([True]))
+    return agent, agent.post.map_code()
+
+
+@pytest.mark.parametrize("rules", [(disjunctive(),), (disjunctive(), conjunctive(noise=0.1))])
+@pytest.mark.parametrize("depth", [2, 3])
+def test_planner_lookahead_values_match_brute_force_expectimax(rules, depth):
+    n, count, panel = 4, 2, np.array([1, 1, 0, 0], dtype=bool)
+    task = TaskInfo(n_objects=n, horizon=6, n_context=0, rules=rules)
+    agent, code = _planner_state(task, panel, True, count, beam=16, jsd_cost=0.25)  # beam >= D = 15: no pruning
+    values = agent.plan_values(agent.post.log_w, code, depth)[0].numpy()
+    trials = [np.array(t[::-1], dtype=bool) for t in itertools.product([0, 1], repeat=n) if any(t)]
+    codes = lambda x: int(sum(1 << i for i in range(n) if x[i]))  # noqa: E731
+    sets = [s for s in _sets(n) if s.sum() == count]
+
+    def p_lit(r, s, trial):
+        return float(rules[r].p_lit(torch.tensor(float((sets_by_code[s] & trial).sum()))))
+
+    sets_by_code = {codes(s): s for s in sets}
+    # prior uniform over rules x sets of the announced size; likelihood of the panel; the guess now removed
+    weights = {(r, codes(s)): p_lit(r, codes(s), panel) for r in range(len(rules)) for s in sets}
+    weights.pop((0, int(code)), None), weights.pop((1, int(code)), None)
+    z = sum(weights.values())
+    weights = {h: x / z for h, x in weights.items()}
+    want = dict(zip(map(codes, trials), _brute_plan(weights, trials, p_lit, depth), strict=True))
+    got = {codes(t): v for t, v in zip(agent.cand.numpy().astype(bool), values, strict=True)}
+    assert got.keys() == want.keys()
+    for c in want:  # float32 sums of <= 12 hypotheses on values of size ~20: 1e-4 is ~100x the rounding error
+        assert got[c] == pytest.approx(want[c], abs=1e-4), c
+
+
+def test_planner_beam_prunes_and_keeps_exact_values():
+    task = TaskInfo(n_objects=4, horizon=6, n_context=0, rules=(disjunctive(),))
+    full, code = _planner_state(task, [1, 1, 0, 0], True, 2, beam=16)
+    pruned, _ = _planner_state(task, [1, 1, 0, 0], True, 2, beam=3)
+    v_full = full.plan_values(full.post.log_w, code, 2)[0]
+    v = pruned.plan_values(pruned.post.log_w, code, 2)[0]
+    kept = torch.isfinite(v)
+    assert int(kept.sum()) == 3  # depth 2: the root's beam only, children maximise over all trials
+    torch.testing.assert_close(v[kept], v_full[kept])
+    # the kept ones are the best by the one-step value
+    v1 = full.plan_values(full.post.log_w, code, 1)[0]
+    assert float(v1[kept].min()) >= float(v1[~kept].max()) - 1e-6
+
+
+#: Trial codes (sum_i x_i 2^i; -1 = episode over) chosen by the one-step planner before ``depth`` existed
+#: (commit 2b1ae1c), 8 episodes of seed 5, one row per trial step.
+OLD_PLANNER_CODES = {
+    "causalplay/IVRE-v0": [[1, 5, -1, 2, -1, 3, 4, -1], [-1, 8, -1, 8, -1, 1, 64, -1], [-1, 2, -1, 5, -1, 128, -1, -1],
+                           [-1, 128, -1, 1, -1, 1, -1, -1], [-1, 1, -1, 128, -1, -1, -1, -1],
+                           [-1, -1, -1, 1, -1, -1, -1, -1]],
+    "causalplay/EST-Conjunctive-v0": [[5, 6, 42, -1, 7, 11, 7, 5], [9, 7, 18, -1, 25, 3, 11, -1],
+                                      [17, 10, 1, -1, 5, 6, 9, -1], [-1, 1, -1, -1, 9, -1, -1, -1],
+                                      [-1, -1, -1, -1, 1, -1, -1, -1], [-1] * 8],
+}
+
+
+@pytest.mark.parametrize("env_id", list(OLD_PLANNER_CODES))
+def test_planner_depth1_reproduces_one_step_choices(env_id):
+    env = make_batch(env_id, 8, seed=5)
+    obs = env.reset()
+    agent = PlannerAgent(seed=5, depth=1)
+    agent.reset(TaskInfo.from_env(env), obs)
+    n, codes = env.config.n_objects, []
+    for _ in range(env.horizon):
+        a = agent.act(obs, ~env.done)
+        if agent.trial_runs():
+            c = ((a[:, :n] > 0.5).long() * 2 ** torch.arange(n)).sum(1)
+            codes.append(torch.where(env.done, -1, c).tolist())
+        obs, *_ = env.step(a)
+    assert codes == OLD_PLANNER_CODES[env_id]
+
+
+def test_planner_depth_respects_the_horizon():
+    # one trial left (action T - 1): a depth-3 planner plays exactly the depth-1 choice
+    task = TaskInfo(n_objects=4, horizon=2, n_context=0, rules=(disjunctive(),))
+    acts = []
+    for depth in (1, 3):
+        agent = PlannerAgent(seed=0, depth=depth, beam=2)
+        obs = _obs([1, 0, 0, 0], False, 2, horizon=2)
+        agent.reset(task, obs)
+        acts.append(agent.act(obs, torch.tensor([True])))
+    torch.testing.assert_close(acts[0], acts[1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kw, err", [(dict(depth=0), ValueError), (dict(depth=1.5), TypeError),
+                                     (dict(depth=True), TypeError), (dict(beam=0), ValueError),
+                                     (dict(beam="8"), TypeError), (dict(jsd_cost=-0.1), ValueError),
+                                     (dict(jsd_cost=float("nan")), ValueError)])
+def test_planner_bad_arguments(kw, err):
+    with pytest.raises(err, match=next(iter(kw))):
+        PlannerAgent(**kw)
 
 
 def test_map_side_belief():
