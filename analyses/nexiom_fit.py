@@ -40,7 +40,7 @@ from causalplay.data import load_nexiom  # noqa: E402
 @dataclass
 class Config:
     name: str = "nexiom_fit"
-    models: tuple[str, ...] = ("random", "naive", "positive", "eig_softmax", "eig_size")
+    models: tuple[str, ...] = ("random", "naive", "positive", "eig_softmax", "eig_size", "eig_sweep")
     main_model: str = "eig_softmax"
     max_participants: int | None = None  # None: all 78
     test_fraction: float = 0.25
@@ -48,8 +48,8 @@ class Config:
     svi_steps: int = 1500
     svi_draws: int = 400
     score_draws: int = 400
-    nuts_warmup: int = 300
-    nuts_samples: int = 300
+    nuts_warmup: int = 400
+    nuts_samples: int = 700
     nuts_chains: int = 2
     ppc_replicas: int = 20
     seed: int = 0

@@ -24,7 +24,7 @@ def _theta(model, P, **over):
 
 
 def test_registry_lists_one_file_per_model():
-    assert {"random", "eig_softmax", "eig_size", "naive", "positive"} <= set(available_models())
+    assert {"random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive"} <= set(available_models())
     with pytest.raises(ValueError, match="unknown choice model 'nope'"):
         get_model("nope")
 
@@ -39,7 +39,7 @@ def test_features_count_and_encode_choices(feats):
     assert feats.judgement[0] == 1 * 16 + 0b1010  # conjunctive, blickets 1 and 3
 
 
-@pytest.mark.parametrize("name", ["random", "eig_softmax", "eig_size", "naive", "positive"])
+@pytest.mark.parametrize("name", ["random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive"])
 def test_probabilities_normalise_and_no_stop_before_first_test(feats, name):
     m = get_model(name)
     lp = m.log_probs(feats, _theta(m, 3))
@@ -127,3 +127,14 @@ def test_all_sixteen_sets_in_code_order(feats):
     sets = feats.candidates.numpy().astype(int)
     assert [int(sum(b << i for i, b in enumerate(row))) for row in sets] == list(range(16))
     assert list(itertools.chain(feats.sizes.tolist())) == [bin(c).count("1") for c in range(16)]
+
+
+def test_sweep_feature_by_hand(feats):
+    from causalplay.models.choice_eig_sweep import sweep_feature
+
+    s = sweep_feature(feats)
+    # P001: first decision -> every set containing object 0 (odd codes); after testing (0, 1) the sweep moves to
+    # object 2: {2} and {2, 3}; after (2, 3) every object has been used, so no set is "next".
+    assert s[0].nonzero().flatten().tolist() == [1, 3, 5, 7, 9, 11, 13, 15]
+    assert s[1].nonzero().flatten().tolist() == [4, 12]
+    assert s[2].sum() == 0
