@@ -1,10 +1,11 @@
 """Parameter recovery: simulate EIG-softmax participants with known parameters, refit, correlate.
 
 Thresholds: Pearson r >= 0.4 for ``log beta`` and r >= 0.5 for ``stop_a`` across 80 simulated participants, and
-the shared rule bias ``rho`` within 1.0 of the truth. Why: each simulated participant makes only ~8 choices (as
-the humans do), so per-participant estimates are noisy and shrunk; over seeds 0-4 of this setup the measured
-correlations were 0.49-0.63 (beta) and 0.65-0.75 (stop_a). With 80 participants a fit that ignored the data
-would give r ~ N(0, 0.11), so 0.4 (3.6 sd) and 0.5 still catch a broken fit while tolerating seed variation.
+the shared rule bias ``rho`` within 0.6 of the truth (-2). Why: each simulated participant makes only ~8 choices
+(as the humans do), so per-participant estimates are noisy and shrunk; over seeds 0-4 of this setup the measured
+correlations were 0.55-0.63 (beta) and 0.62-0.77 (stop_a), and rho came back as -2.26 ... -1.72. With 80
+participants a fit that ignored the data would give r ~ N(0, 0.11), so 0.4 (3.6 sd) and 0.5 still catch a broken
+fit while tolerating seed variation.
 """
 
 import numpy as np
@@ -39,4 +40,4 @@ def test_eig_softmax_parameters_are_recovered():
     print(f"recovery r(beta)={r_beta:.2f} r(stop_a)={r_stop:.2f} rho={float(f.raw['rho_raw'].mean()):.2f}")
     assert r_beta >= 0.4
     assert r_stop >= 0.5
-    assert abs(float(f.raw["rho_raw"].mean()) + 2.0) < 1.0
+    assert abs(float(f.raw["rho_raw"].mean()) + 2.0) < 0.6
