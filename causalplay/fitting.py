@@ -186,6 +186,8 @@ class Fit:
         if "var_names" not in kw:
             kw["var_names"] = [v for v in self.idata.posterior.data_vars if "participant" not in
                                self.idata.posterior[v].dims]
+        if self.idata.posterior.sizes["chain"] < 2:
+            kw.setdefault("kind", "stats")  # one chain (SVI): no R-hat/ESS to report
         return az.summary(self.idata, **kw)
 
     def diagnostics(self, rhat_max: float = 1.01, ess_min: float = 400.0, warn: bool = True) -> dict:
