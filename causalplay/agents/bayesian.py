@@ -104,8 +104,9 @@ class PlannerAgent(EIGAgent):
     **Cost** per episode per step, in units of one ``V_1`` evaluation of a node (``O(R K D)``: ``R`` rules,
     ``K <= top_k`` sets with weight, ``D = 2^N - 1`` trials): ``1 + 2 b + (2 b)^2 + ... + (2 b)^(k-1)`` with
     ``b = min(beam, D)``, i.e. ``1 + 2 beam`` at ``depth=2`` (17 with ``beam=8``) plus one EIG evaluation
-    at the root; children have fewer sets with weight (``K`` is recomputed per chunk of nodes), so the
-    measured slowdown is smaller. Memory is bounded by ``max_elems`` floats per block.
+    at the root; children have fewer sets with weight (``K`` is recomputed per block of nodes), so the
+    measured slowdown is smaller: depth 2 took 5.4x the depth-1 time on IVRE and 2.3x on EST (10^4
+    episodes, docs/benchmark.md), where it did not raise R. Memory is bounded by ``max_elems`` floats per block.
 
     The ``-JSD(oracle, belief)`` part of the reward is also optimised through the beliefs: the oracle is
     computable from the panels and the rule (uniform prior over all sets, no count, no "did not end"
