@@ -12,10 +12,13 @@ the same posterior marginals to 1e-6.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import torch
+import torch.nn.functional as F
 
 from .history import HistoryBatch
+from .priors import all_subsets
 from .spec import HypothesisSpace
 
 __all__ = ["InconsistentEvidenceError", "log_likelihood", "log_posterior", "observe", "DEFAULT_CHUNK"]
@@ -37,9 +40,41 @@ def _outcome_tables(space: HypothesisSpace) -> torch.Tensor:
         return torch.cat([torch.log1p(-p), torch.log(p), torch.zeros_like(p)], dim=-1)
 
 
+#: Largest ``2**N * H`` for which the per-trial table of :func:`_trial_rows` is built (N = 9: 2**19; N = 10: 2**21).
+TRIAL_TABLE_LIMIT = 2**21
+
+
+@lru_cache(maxsize=16)
+def _trial_rows(space: HypothesisSpace) -> torch.Tensor | None:
+    """``[2 * 2**N + 1, H]``: the log-likelihood row of every (trial, outcome), then a zero row for padding.
+
+    Row ``d`` is "trial with integer code d stayed dark", row ``2**N + d`` "it lit". Summing a history's rows is
+    its log-likelihood, which ``embedding_bag`` does in one vectorised pass. ``None`` when too large.
+    """
+    n = space.n_objects
+    if 2**n * space.n_hypotheses > TRIAL_TABLE_LIMIT:
+        return None
+    tables = _outcome_tables(space)  # [R, 3 (N + 1)]
+    k = (all_subsets(n, space.dtype, space.device) @ space.sets.T).round().long()  # [2^N, S]
+    n1 = n + 1
+    dark = torch.cat([tables[r][k] for r in range(space.n_rules)], dim=-1)  # [2^N, H], rule-major columns
+    lit = torch.cat([tables[r][k + n1] for r in range(space.n_rules)], dim=-1)
+    return torch.cat([dark, lit, torch.zeros_like(dark[:1])])
+
+
 def log_likelihood(space: HypothesisSpace, trials: torch.Tensor, lit: torch.Tensor,
                    mask: torch.Tensor | None = None) -> torch.Tensor:
     """``sum_t log P(lit_t | trial_t, h)`` for ``trials [B, T, N]``, ``lit [B, T]``; returns ``[B, H]``."""
+    if trials.shape[-2] == 0:
+        return torch.zeros(*trials.shape[:-2], space.n_hypotheses, dtype=space.dtype, device=space.device)
+    rows = _trial_rows(space)
+    if rows is not None:
+        n = space.n_objects
+        code = torch.matmul(trials.to(space.dtype), 2.0 ** torch.arange(n, dtype=space.dtype, device=space.device))
+        idx = code.round().long() + lit.round().long() * 2**n
+        if mask is not None:
+            idx = torch.where(mask.bool(), idx, 2 * 2**n)
+        return F.embedding_bag(idx.reshape(-1, idx.shape[-1]), rows, mode="sum").reshape(*idx.shape[:-1], -1)
     tables = _outcome_tables(space)
     n1 = space.n_objects + 1
     code = lit.to(torch.long) if mask is None else torch.where(mask.bool(), lit.to(torch.long), 2)  # 2 = padding

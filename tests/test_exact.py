@@ -151,3 +151,21 @@ def test_check_false_marks_impossible_episodes_with_nan():
     assert torch.isnan(causalplay.log_posterior(space, hb, check=False)).all()
     with pytest.raises(causalplay.InconsistentEvidenceError):
         causalplay.log_posterior(space, hb)
+
+
+def test_table_and_gather_paths_agree(monkeypatch):
+    """N <= 10 sums precomputed per-trial rows; larger N gathers per (trial, set). Both must agree."""
+    import causalplay.exact as ex
+
+    rng = np.random.default_rng(5)
+    hs = [History.from_pairs(random_history(rng, 7, t, 0.1), 7) for t in (0, 2, 5)]
+    hb = HistoryBatch.from_histories(hs, 7)
+    space = causalplay.HypothesisSpace.build(make_spec(7, RULES, blicket_prior=0.3, noise=0.1))
+    ex._trial_rows.cache_clear()
+    table = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
+    monkeypatch.setattr(ex, "TRIAL_TABLE_LIMIT", 0)
+    ex._trial_rows.cache_clear()
+    gather = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
+    ex._trial_rows.cache_clear()
+    assert ex._trial_rows.cache_info().currsize == 0
+    torch.testing.assert_close(table, gather, atol=1e-12, rtol=0)
