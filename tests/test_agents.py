@@ -289,3 +289,16 @@ def test_notears_agent_plays_an_episode():
         a = agent.act(obs, ~env.done)
         assert set(a[:, 9:].flatten().tolist()) <= {0.0, 1.0}
         obs, *_ = env.step(a)
+
+
+def test_agent_specs_with_options():
+    from causalplay.agents import make_agent, parse_agent_spec
+
+    assert parse_agent_spec("planner:depth=2:beam=4") == ("planner", {"depth": 2, "beam": 4})
+    assert make_agent("planner:depth=2", seed=1).depth == 2
+    with pytest.raises(ValueError, match="unknown agent 'plannr'"):
+        parse_agent_spec("plannr:depth=2")
+    with pytest.raises(ValueError, match="must look like key=value"):
+        parse_agent_spec("planner:depth")
+    with pytest.raises(ValueError, match="is not a Python literal"):
+        parse_agent_spec("planner:depth=two")

@@ -14,7 +14,8 @@ DEFAULT_AGENTS = "random,bayes,naive,search-random,search-naive,notears,eig,plan
 
 def bench(
     env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids."),
-    agents: str = typer.Option(DEFAULT_AGENTS, help="Comma-separated agent names."),
+    agents: str = typer.Option(
+        DEFAULT_AGENTS, help="Comma-separated agent names or specs with options, e.g. planner:depth=2."),
     episodes: int = typer.Option(10000, help="Episodes per env x agent x seed."),
     seeds: int = typer.Option(5, help="Number of seeds (0..seeds-1)."),
     out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, shards/, PNGs)."),
@@ -36,11 +37,13 @@ def bench(
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
     agent_names = [a.strip() for a in agents.split(",") if a.strip()]
-    from causalplay.agents import AGENTS
+    from causalplay.agents import parse_agent_spec
 
     for a in agent_names:
-        if a not in AGENTS:
-            raise typer.BadParameter(f"unknown agent {a!r}; expected one of {list(AGENTS)}")
+        try:
+            parse_agent_spec(a)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from None
     horizons = {}
     for e in env_ids:
         try:
