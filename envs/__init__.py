@@ -14,7 +14,7 @@ id                                 task
 =================================  ======================================================================
 
 Every constant and the exact observation / action layout are documented on
-:class:`causalplay.envs.single.BlicketEnv` and in ``docs/environments.md``. The batched torch version is
+:class:`causalplay.envs.blicket.BlicketEnv` and in ``docs/environments.md``. The batched torch version is
 :class:`causalplay.envs.core.BlicketBatch` (see :func:`make_batch`).
 """
 
@@ -24,17 +24,17 @@ import gymnasium
 
 __all__ = ["ENV_IDS", "make_batch"]
 
-_SINGLE = "causalplay.envs.single"
+_BLICKET = "causalplay.envs.blicket"
 
 #: id -> (entry point, kwargs). Kept here (strings only) so `import causalplay` stays cheap.
 _SPECS: dict[str, tuple[str, dict]] = {
-    "causalplay/IVRE-v0": (f"{_SINGLE}:make_ivre", {}),
-    "causalplay/IVRE-Conjunctive-v0": (f"{_SINGLE}:make_ivre", {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
-    "causalplay/IVRE-Noisy-v0": (f"{_SINGLE}:make_ivre", {"noise": 0.1}),
-    "causalplay/EST-v0": (f"{_SINGLE}:make_est", {}),
-    "causalplay/EST-Conjunctive-v0": (f"{_SINGLE}:make_est", {"rule": "conjunctive"}),
-    "causalplay/EST-Noisy-v0": (f"{_SINGLE}:make_est", {"noise": 0.1}),
-    "causalplay/Nexiom-v0": (f"{_SINGLE}:NexiomEnv", {}),
+    "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", {}),
+    "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
+    "causalplay/IVRE-Noisy-v0": (f"{_BLICKET}:make_ivre", {"noise": 0.1}),
+    "causalplay/EST-v0": (f"{_BLICKET}:make_est", {}),
+    "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est", {"rule": "conjunctive"}),
+    "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est", {"noise": 0.1}),
+    "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", {}),
 }
 
 #: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
@@ -69,11 +69,11 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
     entry, base = _SPECS[env_id]
     rng = np.random.default_rng(seed)
     if entry.endswith("NexiomEnv"):
-        from .nexiom import NexiomBatch
+        from .nexiom_core import NexiomBatch
 
         return NexiomBatch(batch_size, rng, **{**base, **kwargs})
     from .core import BlicketBatch
-    from .single import make_est, make_ivre
+    from .blicket import make_est, make_ivre
 
     env = (make_ivre if entry.endswith("make_ivre") else make_est)(**{**base, **kwargs})
     return BlicketBatch(env.config, batch_size, rng)

@@ -1,7 +1,7 @@
 """The Blicket task, batched in torch: episode sampling, the machine, the oracle and the reward.
 
 One :class:`BlicketBatch` steps ``B`` episodes in lock-step; the gymnasium class
-:class:`causalplay.envs.single.BlicketEnv` runs one episode on top of the same code (``B = 1``). Everything
+:class:`causalplay.envs.blicket.BlicketEnv` runs one episode on top of the same code (``B = 1``). Everything
 random is drawn at :meth:`BlicketBatch.reset` from one ``numpy.random.Generator`` (episode, context panels and
 one uniform per step for the machine), so the same seed gives the same episode whatever the agent does, and
 two agents run on the same seed face the same machines (common random numbers, good for paired tests).

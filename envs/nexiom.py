@@ -1,103 +1,82 @@
-"""The Nexiom task (the human study in ``causalplay/data/nexiom``), batched in torch.
-
-4 objects, exactly 2 blickets, the machine conjunctive or disjunctive (drawn 50/50 per episode, deterministic).
-No context panels: the agent tests any subset as often as it likes, up to a budget (16 by default), and
-stops to answer which objects are blickets and which rule holds -- as the adults did.
-
-Action ``[2N + 2]`` = trial probabilities (N), belief probabilities (N), stop (> 0.5 answers), P(conjunctive).
-Step with stop <= 0.5: the trial is run (reward ``-test_cost``) and its outcome is the next observation. Step
-with stop > 0.5, or any step once the budget is used up: the answer is scored -- ``+solve_reward`` when every
-belief is strictly within 0.5 of the truth (the people's ``blickets_correct``), else 0 -- and the episode
-ends (``terminated``). ``info["rule_correct"]`` records the rule judgement.
-"""
+"""The Nexiom human task as a gymnasium env."""
 
 from __future__ import annotations
 
 import numpy as np
-import torch
+from gymnasium import spaces
 
-from causalplay.rules import make_rule
+from ._single import _Single
+from .core import validate_action
+from .nexiom_core import NexiomBatch
 
-from .core import _p_lit, validate_action
-
-__all__ = ["NexiomBatch"]
+__all__ = ["NexiomEnv"]
 
 
-class NexiomBatch:
-    """``B`` Nexiom episodes in lock-step; same interface as :class:`causalplay.envs.core.BlicketBatch`."""
+class NexiomEnv(_Single):
+    """The Nexiom human task (``causalplay/data/nexiom``): free exploration with a stop-and-answer action.
 
-    def __init__(self, batch_size: int, rng: np.random.Generator, *, n_objects: int = 4, n_blickets: int = 2,
-                 budget: int = 16, solve_reward: float = 20.0, test_cost: float = 1.0):
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ValueError(f"budget must be a positive integer, got {budget!r}")
-        if not 1 <= n_blickets <= n_objects:
-            raise ValueError(f"need 1 <= n_blickets <= n_objects, got {n_blickets} and {n_objects}")
-        self.B, self.rng, self.n_objects, self.budget = batch_size, rng, n_objects, budget
-        self.count, self.solve_reward, self.test_cost = n_blickets, solve_reward, test_cost
-        self.rules = (make_rule("disjunctive"), make_rule("conjunctive"))
-        self.n_context = 0
-        self.horizon = budget + 1
+    ## Description
+    4 objects, exactly 2 blickets, a deterministic conjunctive or disjunctive machine (50/50 per episode). No
+    context panels: the agent tests any subset until it stops to answer which objects are blickets and which
+    rule holds -- the task the adults in the shipped data did. Batched engine:
+    :class:`causalplay.envs.nexiom_core.NexiomBatch`.
 
-    @property
-    def obs_size(self) -> int:
-        return self.n_objects + 4
+    ## Action Space
+    ``Box(0, 1, (10,), float32)``: ``[trial (4), belief (4), stop, P(conjunctive)]``; object ``i`` is in the
+    trial when ``trial_i > 0.5``; ``stop > 0.5`` answers. Bad actions raise ``ValueError``.
 
-    @property
-    def action_size(self) -> int:
-        return 2 * self.n_objects + 2
+    ## Observation Space
+    ``Box(0, 1, (8,), float32)``: ``[on_0..on_3, lit, 2 / 4, tests used / budget, tested yet]`` for the last
+    test (nothing on and unlit before the first).
 
-    def reset(self) -> torch.Tensor:
-        B, N = self.B, self.n_objects
-        self.rule_idx = torch.as_tensor(self.rng.integers(0, 2, size=B))
-        rank = self.rng.random((B, N)).argsort(-1).argsort(-1)
-        self.blickets = torch.as_tensor(rank < self.count)
-        self.n_blickets = torch.full((B,), self.count)
-        self.t = 0
-        self.tests = torch.zeros(B, dtype=torch.long)
-        self.on = torch.zeros(B, N, dtype=torch.bool)
-        self.lit_now = torch.zeros(B, dtype=torch.bool)
-        self.done = torch.zeros(B, dtype=torch.bool)
-        self.solved = torch.zeros(B, dtype=torch.bool)
-        self.rule_correct = torch.zeros(B, dtype=torch.bool)
-        return self.observation()
+    ## Rewards
+    ``-1`` per test; answering gives ``+20`` when every belief is strictly within 0.5 of the truth, else 0.
 
-    def observation(self) -> torch.Tensor:
-        """``[B, N + 4]``: on (N), lit, announced count / N, tests used / budget, 1 once a test was run."""
-        N = self.n_objects
-        obs = torch.empty(self.B, self.obs_size, dtype=torch.float32)
-        obs[:, :N] = self.on.float()
-        obs[:, N] = self.lit_now.float()
-        obs[:, N + 1] = self.count / N
-        obs[:, N + 2] = self.tests.float() / self.budget
-        obs[:, N + 3] = (self.tests > 0).float()
-        return obs
+    ## Starting State
+    Blickets and rule drawn from ``self.np_random`` (same seed, same episode).
+
+    ## Episode End
+    ``terminated`` when the agent answers, or when the test budget is used up (the next step answers).
+
+    ## Info
+    After the answer: ``blickets``, ``rule``, ``solved``, ``rule_correct``, ``tests``. :meth:`panel` shows the
+    last test (``phase="trial"``) or the empty machine at ``step=0`` (``phase="context"``).
+
+    ## Arguments
+    * ``budget`` (int, default 16): the most tests before the answer is forced.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    def __init__(self, budget: int = 16):
+        self.n_objects = 4
+        self.budget = budget
+        self.observation_space = spaces.Box(0.0, 1.0, (8,), np.float32)
+        self.action_space = spaces.Box(0.0, 1.0, (10,), np.float32)
+        self._batch = None
+
+    def _make_batch(self) -> NexiomBatch:
+        return NexiomBatch(1, self.np_random, budget=self.budget)
 
     def step(self, action):
-        N = self.n_objects
-        if bool(self.done.all()):
-            raise RuntimeError("all episodes have answered; call reset()")
-        a = validate_action(action, 2 * N + 2)
-        if a.ndim == 1:
-            a = a[None]
-        if a.shape[0] != self.B:
-            raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={self.B}")
-        self.t += 1
-        active = ~self.done
-        answer = active & ((a[:, 2 * N] > 0.5) | (self.tests >= self.budget))
-        test = active & ~answer
-        correct = ((a[:, N:2 * N] - self.blickets.double()).abs() < 0.5).all(-1)
-        solved = answer & correct
-        self.solved |= solved
-        self.rule_correct |= answer & ((a[:, 2 * N + 1] > 0.5) == (self.rule_idx == 1))
-        trial = (a[:, :N] > 0.5) & test[:, None]
-        k = (trial & self.blickets).sum(-1)
-        # A deterministic machine: P(lit) is 0 or 1, the uniform only matters for noisy rules.
-        u = torch.as_tensor(self.rng.random(self.B))
-        lit = u < _p_lit(self.rules, self.rule_idx, k)
-        self.on = torch.where(test[:, None], trial, self.on)
-        self.lit_now = torch.where(test, lit, self.lit_now)
-        self.tests += test.long()
-        reward = torch.where(test, torch.full((self.B,), -self.test_cost, dtype=torch.float64),
-                             torch.where(solved, self.solve_reward, 0.0).double())
-        self.done = self.done | answer
-        return self.observation(), reward, answer, torch.zeros_like(answer)
+        self._check_running()
+        a = validate_action(action, 10)
+        if a.ndim != 1:
+            raise ValueError(f"action must have shape (10,), got {tuple(a.shape)}")
+        obs, reward, term, trunc = self._batch.step(a[None])
+        info = {"step": self._batch.t, "tests": int(self._batch.tests[0])}
+        if bool(term[0]):
+            self._ended = True
+            info.update(self._final_info())
+            info["solved"] = bool(self._batch.solved[0])
+            info["rule_correct"] = bool(self._batch.rule_correct[0])
+        return obs[0].numpy(), float(reward[0]), bool(term[0]), bool(trunc[0]), info
+
+    def panel(self) -> dict:
+        if self._batch is None:
+            raise RuntimeError("call reset() first")
+        b = self._batch
+        tested = int(b.tests[0])
+        return {"on": b.on[0].numpy().copy(), "lit": bool(b.lit_now[0]), "step": tested,
+                "phase": "trial" if tested else "context"}

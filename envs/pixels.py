@@ -41,26 +41,40 @@ def shared_renderer(engine: str = "workbench", samples: int = 16, cache_size: in
 class PixelBlicketEnv(gymnasium.Env):
     """A symbolic Blicket env whose observation is the rendered current panel.
 
-    Dynamics, actions, rewards, termination and seeding are the wrapped symbolic env's (same seed, same
-    episode). Only the observation changes: ``Box(0, 255, (120, 160, 3), uint8)``, the panel the symbolic env
-    currently shows -- the objects on the machine, the others on the table in front of it, and the machine lit
-    or not. History panels are **not** included: like the symbolic observation, each observation shows one
-    panel, so an agent must remember earlier panels itself (stack frames with a wrapper if wanted). The
-    symbolic side channels (announced blicket count, panel number, phase) are not drawn; they are in ``info``
-    (``n_blickets`` from ``reset``, ``panel`` = ``{"step", "phase"}`` from ``reset`` and ``step``).
+    ## Description
+    The symbolic env (``causalplay/IVRE-v0`` or ``causalplay/EST-v0``) seen through a camera: a CLEVR-style
+    scene rendered by Blender (:mod:`causalplay.render`), the objects in the trial on the machine, the others
+    on the table in front of it, the machine lit (orange body, yellow lamp) or dark. Dynamics, actions,
+    rewards, termination and seeding are the symbolic env's: the same seed gives the same episode.
 
-    Parameters
-    ----------
-    symbolic_id : str
-        Registered symbolic env id, e.g. ``"causalplay/IVRE-v0"``.
-    renderer : Renderer, optional
-        Renderer to use; default the process-wide :func:`shared_renderer` for ``engine``/``cache_dir``.
-    engine : {"workbench", "cycles"}
-    cache_dir : str, optional
-        Persistent frame store (PNG per frame) shared across processes and runs.
-    render_mode : {"rgb_array", None}
-    **symbolic_kwargs
-        Passed to the symbolic env's constructor.
+    ## Action Space
+    The symbolic env's: ``Box(0, 1, (2N,), float32)``, trial then belief probabilities.
+
+    ## Observation Space
+    ``Box(0, 255, (120, 160, 3), uint8)``: the panel the symbolic env currently shows. History panels are
+    **not** included -- like the symbolic observation, one observation is one panel; an agent remembers
+    earlier panels itself (or stacks frames with a wrapper). The announced blicket count, panel number and
+    phase are not drawn; they are in ``info`` (``n_blickets`` from ``reset``, ``panel = {"step", "phase"}``).
+
+    ## Rewards
+    The symbolic env's (``+20`` solved, else ``-1 - JSD(oracle, belief)``).
+
+    ## Starting State
+    The symbolic env's ``reset`` (objects, blickets, context panels from ``self.np_random``).
+
+    ## Episode End
+    The symbolic env's: ``terminated`` when solved, ``truncated`` after ``T`` actions.
+
+    ## Arguments
+    * ``symbolic_id`` (str): registered symbolic id, e.g. ``"causalplay/IVRE-v0"``.
+    * ``renderer`` (Renderer, optional): default the process-wide :func:`shared_renderer` for
+      ``engine``/``cache_dir``.
+    * ``engine`` (``"workbench"`` default, or ``"cycles"``).
+    * ``cache_dir`` (path, optional): persistent frame store (one PNG per frame) shared across runs.
+    * ``render_mode`` (``"rgb_array"`` or None); ``**symbolic_kwargs`` go to the symbolic env.
+
+    ## Version History
+    * v0: initial release (Blender 5.0 Workbench, 160x120).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
