@@ -15,11 +15,13 @@ def main() -> None:
 
 
 @app.command()
-def demo(out: str = typer.Option("runs/demo", help="Folder for the demo's results.")) -> None:
-    """Run the main job on built-in defaults: classic phenomena through the exact learner, then EIG."""
+def demo(out: str = typer.Option("runs/demo", help="Folder for the demo's results."),
+         bench_episodes: int = typer.Option(2000, help="Episodes per env, agent and seed of the benchmark part "
+                                                       "(0 skips it).")) -> None:
+    """Run the main job on built-in defaults: classic phenomena through the exact learner, then a small benchmark."""
     from .demo import run_demo
 
-    run_demo(out)
+    run_demo(out, bench_episodes)
 
 
 # Each capability registers its own sub-command (bench, render, ...) when its module is present.

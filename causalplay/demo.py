@@ -1,7 +1,8 @@
 """`causalplay demo`: the main job on built-in defaults.
 
 Runs the classic Blicket phenomena through the exact learner (backward blocking, indirect screening-off,
-a conjunctive machine), prints beliefs and the most informative next trial, and writes them as JSON.
+a conjunctive machine), prints beliefs and the most informative next trial, and writes them as JSON; then a
+small IVRE/EST benchmark (heuristic vs exact-EIG agents, 2 seeds) with its table, JSON, CSV and plots.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SCENARIOS = {
 }
 
 
-def run_demo(out: str | Path = "runs/demo") -> dict:
+def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
     console = Console()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -53,4 +54,11 @@ def run_demo(out: str | Path = "runs/demo") -> dict:
     console.print(table)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     console.print(f"wrote {out / 'results.json'}")
+    if bench_episodes > 0:
+        from .bench.cli import bench
+
+        console.print(f"\nBenchmark: {bench_episodes} episodes x 2 seeds per env and agent")
+        bench(env="causalplay/IVRE-v0,causalplay/EST-v0", agents="random,naive,search-naive,eig,planner",
+              episodes=bench_episodes, seeds=2, out=str(out / "bench"), shard_size=1000, executor="process",
+              workers=0, notears_episodes=0, compare="eig,planner")
     return results

@@ -66,7 +66,7 @@ def bench(
     for e, g in tab.groupby("env", sort=False):
         t = Table(title=f"{e} ({seeds} seed(s); mean ± 95% CI over seeds)")
         for col in ("agent", "episodes", "context Acc %", "context R", "episode Acc %", "episode R", "AUCCESS %"):
-            t.add_column(col, justify="right")
+            t.add_column(col, justify="right", no_wrap=col == "agent")
         for _, r in g.iterrows():
             t.add_row(r["agent"], str(r["episodes"]),
                       *(f"{r[c]:.2f} ± {r[c + '_ci']:.2f}" for c in ("context_acc", "context_reward", "episode_acc",
