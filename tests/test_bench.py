@@ -102,6 +102,10 @@ def test_run_benchmark_resumes_and_summarises(tmp_path):
                         executor=SerialExecutor(), progress=False)
     assert [p.stat().st_mtime_ns for p in shards] == mtimes  # nothing re-run
     pd.testing.assert_frame_equal(df, df2)
+    # Fewer episodes in the same folder: only shards of exactly that plan count.
+    df3 = run_benchmark(["causalplay/IVRE-v0"], ["random"], 20, [0], tmp_path, shard_size=30,
+                        executor=SerialExecutor(), progress=False)
+    assert len(df3) == 20
     rows = summarise(df)
     assert {r["agent"] for r in rows} == {"random", "eig"} and len(rows) == 4
     assert set(rows[0]) >= {"env", "agent", "seed", "episodes", "context_acc", "context_reward", "episode_acc",

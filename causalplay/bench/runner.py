@@ -35,7 +35,9 @@ class Shard:
 
     @property
     def filename(self) -> str:
-        return f"{self.env.replace('/', '_')}__{self.agent}__s{self.seed}__{self.index:05d}.csv"
+        # start and size are in the name: a shard from a run with other sizes is never mistaken for this one.
+        return (f"{self.env.replace('/', '_')}__{self.agent}__s{self.seed}__{self.index:05d}"
+                f"__{self.start}+{self.size}.csv")
 
 
 def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard: int = 0, start: int = 0,
