@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["inference.md", "environments.md"]
+# human-data.md's example is a full NUTS fit (~160 s here); its workflow runs in tests/test_fit_analysis.py
+# through the analysis script's smoke setting instead.
+PAGES = ["inference.md", "environments.md", "pixels.md"]
 
 
 def blocks(page: str) -> list[str]:
