@@ -169,3 +169,21 @@ def test_table_and_gather_paths_agree(monkeypatch):
     ex._trial_rows.cache_clear()
     assert ex._trial_rows.cache_info().currsize == 0
     torch.testing.assert_close(table, gather, atol=1e-12, rtol=0)
+
+
+def test_sigmoid_rule_closed_form():
+    """One object, prior p, one lit observation under sigmoid(g (k - b)) with noise 0:
+    P(blicket | lit) = p s(g (1 - b)) / (p s(g (1 - b)) + (1 - p) s(-g b))."""
+    g, bias, p = 3.0, 0.7, 0.4
+
+    def s(x):
+        return 1 / (1 + math.exp(-x))
+
+    b = causalplay.infer([([0], True)], 1, rules=causalplay.Sigmoid(gain=g, bias=bias), blicket_prior=p)
+    want = p * s(g * (1 - bias)) / (p * s(g * (1 - bias)) + (1 - p) * s(-g * bias))
+    assert b.blicket_prob[0] == pytest.approx(want, abs=1e-12)
+    # A second, different rule alongside: the rule posterior is the ratio of the evidence under each.
+    both = causalplay.infer([([0], True)], 1, rules=(causalplay.Sigmoid(gain=g, bias=bias), "disjunctive"),
+                            blicket_prior=p)
+    ev_sig, ev_dis = p * s(g * (1 - bias)) + (1 - p) * s(-g * bias), p
+    assert both.rule_prob[f"sigmoid(gain={g:g},bias={bias:g})"] == pytest.approx(ev_sig / (ev_sig + ev_dis))

@@ -78,3 +78,18 @@ def test_infer_svi_method_and_errors():
 
 def test_param_store_is_clean():
     assert len(pyro.get_param_store()) == 0
+
+
+def test_svi_noise_prior_learns_noise():
+    """The same trial lit 4 times and stayed dark 4 times: only a noisy machine explains it. With a
+    Beta(1, 9) prior (mean 0.1) the fitted noise must rise well above the prior mean; with consistent
+    evidence it must stay below it. Seeded; margins are > 3x the run-to-run spread seen across seeds 0-4."""
+    spec = make_spec(3, "disjunctive", blicket_prior=0.5)
+    mixed = [([0], True), ([0], False)] * 4
+    clean = [([0], True), ([1], False), ([2], False)] * 3
+    hb = HistoryBatch.from_histories([History.from_pairs(mixed, 3), History.from_pairs(clean, 3)], 3,
+                                     dtype=torch.float32)
+    res = svi_fit(hb, spec=spec, noise_prior=(1.0, 9.0), options=SVIOptions(num_steps=300, num_particles=32,
+                                                                            lr=0.1, seed=0))
+    noise = res.continuous_mean("noise")
+    assert noise[0] > 0.25 and noise[1] < 0.1, noise
