@@ -101,9 +101,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     >>> b.blicket_prob.round(3).tolist()
     [0.333, 1.0, 0.333]
     """
-    hist = History.from_pairs(history, n_objects) if (n_objects is not None or _nonempty(history)) else None
-    if hist is None:
-        raise ValueError("pass n_objects when the history is empty")
+    hist = History.from_pairs(history, n_objects)
     spec = make_spec(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
     if _choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
@@ -113,15 +111,6 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     space = HypothesisSpace.build(spec, device, dtype)
     batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
     return Beliefs(space, log_posterior(space, batch)[0], history=hist)
-
-
-def _nonempty(history) -> bool:
-    if isinstance(history, History):
-        return len(history) > 0 or history.n_objects > 0
-    try:
-        return len(history) > 0  # type: ignore[arg-type]
-    except TypeError:
-        return True
 
 
 def _histories_from_frame(df: pd.DataFrame, n_objects: int | None, episode: str, objects: str, lit: str,
