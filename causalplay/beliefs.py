@@ -190,7 +190,7 @@ class Beliefs:
     def update(self, objects, lit) -> Beliefs:
         """Beliefs after one more observation."""
         vec = parse_trial(objects, self.n_objects, where="update")
-        new = self._batch.update_all([vec], np.array([bool(lit)]) if isinstance(lit, (bool, np.bool_)) else [lit])
+        new = self._batch.update_all([vec], [lit])
         hist = self.history.append(vec, lit) if self.history is not None else None
         return Beliefs(self.space, new.log_w[0], hist, self.episode)
 

@@ -43,6 +43,8 @@ def test_unknown_eig_target_and_bad_trial():
         b.predict([7])
     with pytest.raises(ValueError, match="at least one trial"):
         b.eig([])
+    with pytest.raises(ValueError, match="lit must be booleans or 0/1"):
+        b.update([0], "yes")
 
 
 def test_inconsistent_evidence_names_the_conflict():
