@@ -20,6 +20,14 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, out: str | Path, kind: str, env: str) -> Path:
+    fig.tight_layout()
+    path = Path(out) / f"{kind}_{env.replace('/', '_')}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_success(df: pd.DataFrame, horizons: dict[str, tuple[int, int]], out: str | Path) -> list[Path]:
     """One PNG per env: % of episodes solved by each action, one line per agent (all seeds pooled)."""
     plt = _plt()
@@ -32,11 +40,7 @@ def plot_success(df: pd.DataFrame, horizons: dict[str, tuple[int, int]], out: st
         ax.axvline(C + 0.5, color="gray", ls="--", lw=1)
         ax.set(xlabel="step (action)", ylabel="% episodes solved", title=f"{env}: success vs step", ylim=(0, 101))
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = Path(out) / f"success_{env.replace('/', '_')}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(plt, fig, out, "success", env))
     return paths
 
 
@@ -50,9 +54,5 @@ def plot_rewards(df: pd.DataFrame, out: str | Path) -> list[Path]:
         ax.boxplot([g.loc[g["agent"] == a, "episode_reward"].to_numpy() for a in agents], showfliers=False)
         ax.set_xticks(range(1, len(agents) + 1), agents, rotation=30, fontsize=8)
         ax.set(ylabel="episode reward R", title=f"{env}: reward distribution")
-        fig.tight_layout()
-        path = Path(out) / f"rewards_{env.replace('/', '_')}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(plt, fig, out, "rewards", env))
     return paths
