@@ -34,10 +34,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from causalplay.exact import observe
 from causalplay.rules import Rule
 
-from .machine import ORACLE_DTYPE, machine_lit, oracle_space, p_lit
+from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space, p_lit
 from .reward import ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
 from .task import ObsLayout, RewardSpec, as_rows, validate_action
@@ -102,9 +101,12 @@ class BlicketBatch:
         self.B = batch_size
         self.rng = rng
         self.obs_mode = obs_mode
-        self._spaces = [oracle_space(r, config.n_objects) for r in config.rules]
         N, T = config.n_objects, config.horizon
         self.layout = panel_layout(N, T) if obs_mode != "history" else history_layout(N, T)
+        self._oracle = Oracle(config.rules, N, batch_size)
+        self._rows = torch.arange(batch_size)
+        self._allocate()
+        self.done[:] = True  # nothing runs before the first reset()
         self._started = False
 
     # -- what the task tells every player ----------------------------------------------------------------
@@ -157,18 +159,14 @@ class BlicketBatch:
         self.returns = torch.zeros(B, dtype=torch.float64)
         self.context_returns = torch.zeros(B, dtype=torch.float64)
         self.last_belief = torch.full((B, N), 0.5, dtype=torch.float64)
-        self.log_w = torch.zeros(B, self._spaces[0].n_hypotheses, dtype=ORACLE_DTYPE)
         self.last_oracle = torch.zeros(B, N, dtype=torch.float64)
-        self._log_prior = torch.stack([s.log_prior for s in self._spaces])
-        self._started = True
 
     def reset(self, rows=None):
         """Start new episodes in ``rows`` (``None``: all; a bool mask ``[B]`` or indices); returns the observation
         of every row."""
-        if not self._started:
-            if rows is not None:
-                raise RuntimeError("the first reset() must reset every row (rows=None)")
-            self._allocate()
+        if not self._started and rows is not None:
+            raise RuntimeError("the first reset() must reset every row (rows=None)")
+        self._started = True
         idx = as_rows(rows, self.B)
         if len(idx) == 0:
             return self.observation()
@@ -192,31 +190,15 @@ class BlicketBatch:
         self.returns[idx] = 0.0
         self.context_returns[idx] = 0.0
         self.last_belief[idx] = 0.5
-        self.log_w[idx] = self._log_prior[self.rule_idx[idx]]
+        self._oracle.reset(idx)
         if C:
-            self._oracle_update(idx, torch.zeros(len(idx), dtype=torch.long))
+            self._oracle.update(idx, self.rule_idx[idx], panels[:, 0], lit[:, 0])
         return self.observation()
 
     # -- the oracle ----------------------------------------------------------------------------------------
-    def _oracle_update(self, idx: torch.Tensor, k: torch.Tensor) -> None:
-        """Add panel ``k[j]`` to the oracle of row ``idx[j]``."""
-        trial = self.panels[idx, k].to(ORACLE_DTYPE)
-        lit = self.lit[idx, k].to(ORACLE_DTYPE)
-        if len(self._spaces) == 1:
-            if len(idx) == self.B:
-                self.log_w = observe(self._spaces[0], self.log_w, trial, lit, check=False)
-            else:
-                self.log_w[idx] = observe(self._spaces[0], self.log_w[idx], trial, lit, check=False)
-            return
-        for r, space in enumerate(self._spaces):
-            sel = torch.nonzero(self.rule_idx[idx] == r).flatten()
-            if len(sel):
-                rows = idx[sel]
-                self.log_w[rows] = observe(space, self.log_w[rows], trial[sel], lit[sel], check=False)
-
     def oracle(self) -> torch.Tensor:
-        """``[B, N]`` oracle marginals from the panels shown so far (uniform prior over all 2^N sets)."""
-        return (self.log_w.exp() @ self._spaces[0].sets).to(torch.float64)
+        """``[B, N]`` oracle marginals from the panels shown so far (uniform prior over all 2^N sets), float64."""
+        return self._oracle.marginals()
 
     # -- the loop ------------------------------------------------------------------------------------------
     def current_panel(self) -> torch.Tensor:
@@ -235,14 +217,8 @@ class BlicketBatch:
     def _panel_obs(self) -> torch.Tensor:
         cfg, N = self.config, self.config.n_objects
         k = self.current_panel()
-        rows = torch.arange(self.B)
-        obs = torch.empty(self.B, N + 4, dtype=torch.float32)
-        obs[:, :N] = self.panels[rows, k]
-        obs[:, N] = self.lit[rows, k]
-        obs[:, N + 1] = self.n_blickets / N
-        obs[:, N + 2] = (k + 1) / cfg.horizon
-        obs[:, N + 3] = k >= cfg.n_context
-        return obs
+        return torch.cat([self.panels[self._rows, k], self.lit[self._rows, k, None], self.n_blickets[:, None] / N,
+                          (k[:, None] + 1) / cfg.horizon, k[:, None] >= cfg.n_context], 1).float()
 
     def _history_block(self) -> torch.Tensor:
         T = self.config.horizon
@@ -293,13 +269,11 @@ class BlicketBatch:
         idx = torch.nonzero(go).flatten()
         if len(idx):
             k = t[idx]
-            run = k >= cfg.n_context  # panel t + 1 is the outcome of this action's trial
-            if bool(run.any()):
-                r, kr = idx[run], k[run]
-                self.panels[r, kr] = trial[r]
-                self.lit[r, kr] = machine_lit(self.rules, self.rule_idx[r], self.blickets[r], trial[r],
-                                              self.uniforms[r, kr])
-            self._oracle_update(idx, k)
+            # panel t + 1 is the outcome of this action's trial (from action C on), else the next context panel
+            on = torch.where((k >= cfg.n_context)[:, None], trial[idx], self.panels[idx, k])
+            lit = machine_lit(self.rules, self.rule_idx[idx], self.blickets[idx], on, self.uniforms[idx, k])
+            self.panels[idx, k], self.lit[idx, k] = on, lit
+            self._oracle.update(idx, self.rule_idx[idx], on, lit)
         truncated = active & ~solved & (t >= cfg.horizon)
         self.t = t
         self.done = self.done | solved | truncated

@@ -68,6 +68,8 @@ class NexiomBatch:
                                    ("count", 1, float(N), "announced blicket count / N"),
                                    ("tests", 1, float(budget), "tests used / budget"),
                                    ("tested", 1, 1.0, "1 once a test was run"))
+        self._allocate()
+        self.done[:] = True  # nothing runs before the first reset()
         self._started = False
 
     @property
@@ -92,16 +94,14 @@ class NexiomBatch:
         self.solved = torch.zeros(B, dtype=torch.bool)
         self.rule_correct = torch.zeros(B, dtype=torch.bool)
         self.returns = torch.zeros(B, dtype=torch.float64)
-        self._started = True
 
     def reset(self, rows=None, *, rule_idx=None, blickets=None) -> torch.Tensor:
         """New episodes in ``rows`` (``None``: all). ``rule_idx [r]`` (0 disjunctive, 1 conjunctive) and
         ``blickets [r, N]`` (bool) fix those rows' worlds instead of drawing them (the uniforms are still
         drawn, so the generator advances the same way)."""
-        if not self._started:
-            if rows is not None:
-                raise RuntimeError("the first reset() must reset every row (rows=None)")
-            self._allocate()
+        if not self._started and rows is not None:
+            raise RuntimeError("the first reset() must reset every row (rows=None)")
+        self._started = True
         idx = as_rows(rows, self.B)
         n, N = len(idx), self.n_objects
         if n == 0:
