@@ -229,3 +229,22 @@ def test_paper_notears_plays_an_episode_in_index_order():
         obs, *_ = env.step(a)
         if bool(env.done.all()):
             break
+
+
+def test_search_without_eps_keeps_an_exact_half_and_bayes_proba_states_the_classifier():
+    agent = make_agent("search-naive:eps=0")
+    agent.reset(_task(), _obs([1, 0, 0], True))
+    agent.act(_obs([1, 0, 0], True), ACTIVE)
+    a = agent.act(_obs([0, 1, 0], False, t=2), ACTIVE)
+    np.testing.assert_array_equal(a[0, 3:].numpy(), [1.0, 0.0, 0.5])
+    with pytest.raises(ValueError, match="eps must be"):
+        make_agent("search-random:eps=0.5")
+    bayes = make_agent("bayes:belief='proba'")
+    bayes.reset(_task(), _obs([1, 0, 0], True))
+    bayes.act(_obs([1, 0, 0], True), ACTIVE)
+    a = bayes.act(_obs([0, 1, 1], False, t=2), ACTIVE)
+    panels = torch.tensor([[[1, 0, 0], [0, 1, 1]]], dtype=torch.bool)
+    want = bernoulli_nb_single_object(panels, torch.tensor([[True, False]]), torch.tensor([[True, False]]))
+    np.testing.assert_array_equal(a[0, 3:].numpy(), want[0].numpy())
+    with pytest.raises(ValueError, match="belief must be"):
+        PaperBayesAgent(belief="soft")
