@@ -248,3 +248,24 @@ def test_search_without_eps_keeps_an_exact_half_and_bayes_proba_states_the_class
     np.testing.assert_array_equal(a[0, 3:].numpy(), want[0].numpy())
     with pytest.raises(ValueError, match="belief must be"):
         PaperBayesAgent(belief="soft")
+
+
+def test_ivre_table_sets_every_paper_row_beside_ours():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "analyses" / "ivre_table.py"
+    spec = importlib.util.spec_from_file_location("ivre_table", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.PAPER[(mod.IVRE, "Search-Naive")] == (1.51, -3.68, 83.80, 9.39)
+    assert set(mod.ROWS) == set(mod.PAPER) and len(mod.PAPER) == 13
+    table = mod.build(40, 0, (mod.IVRE,))
+    main = table[~table["paper row"].str.startswith(" ")]
+    assert list(main["paper row"]) == ["Random", "Bayes", "Naive", "NOTEARS", "Search-Naive", "Search-Random", "Human"]
+    measured = table.dropna(subset=["episode_acc"])
+    assert set(measured["ours"]) == {"random", "bayes", "bayes:trials='in-order'", "naive", "search-naive",
+                                     "search-naive-exact", "search-random"}
+    assert measured["ok"].isin(["yes", "no"]).all()
+    with pytest.raises(ValueError, match="episodes must be"):
+        mod.build(1, 0, (mod.IVRE,))
