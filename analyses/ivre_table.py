@@ -50,7 +50,7 @@ ROWS: dict[tuple[str, str], tuple[str, ...]] = {
     (IVRE, "Search-Naive"): ("search-naive", "search-naive-exact"),
     (IVRE, "Search-Random"): ("search-random",),
     (IVRE, "Human"): (),
-    (EST, "Random"): ("random",),
+    (EST, "Random"): ("random:belief='binary'", "random"),
     (EST, "Bayes"): ("bayes:belief='proba'", "bayes"),
     (EST, "Naive"): ("naive",),
     (EST, "Search-Random"): ("search-random:eps=0", "search-random"),
@@ -100,7 +100,10 @@ def build(episodes: int, notears_episodes: int, envs: tuple[str, ...] = (IVRE, E
                 rec["ok"] = "yes" if abs(d_acc) <= 3 and abs(d_r) <= 0.75 else "no"
                 rec["episodes"] = n
             rows.append(rec)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if "episodes" in df:
+        df["episodes"] = df["episodes"].astype("Int64")
+    return df
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -183,6 +183,12 @@ def test_random_beliefs_are_clipped_normals():
     assert abs((b == 0).mean() - 0.1587) < 0.01 and abs((b == 1).mean() - 0.1587) < 0.01
     np.testing.assert_array_equal(b, b.astype(np.float32))
     assert set(np.unique(a[:, :9].numpy())) == {0.0, 1.0}
+    binary = make_agent("random:belief='binary'", seed=0)
+    binary.reset(_task(n=9), torch.zeros(B, 13))
+    b = binary.act(torch.zeros(B, 13), torch.ones(B, dtype=torch.bool))[:, 9:].numpy()
+    assert set(np.unique(b)) == {0.0, 1.0} and abs(b.mean() - 0.5) < 0.01
+    with pytest.raises(ValueError, match="belief must be"):
+        make_agent("random:belief='uniform'")
 
 
 def test_notears_marks_at_most_the_first_predicted_blicket():

@@ -128,16 +128,27 @@ class PaperRandomAgent(MemoryAgent):
     ``[-1, 1]`` action scale, so after the env's mapping the belief is ``clip(1/2 + z / 2, 0, 1)`` (a third of
     the values sit at exactly 0 or 1) and each object is in the trial with probability 1/2. Acc is the same as
     with uniform beliefs (each object right with probability 1/2); the JSD penalty, and so R, is not.
+
+    ``belief="binary"`` states 0 or 1 per object (a fair coin each). No public code does this; it is our
+    reading of the EST paper's Random row, whose four numbers it reproduces on ``causalplay/EST-v1`` while the
+    clipped normal misses its R by 1.3 (see ``docs/benchmark.md``).
     """
 
     name = "random"
+
+    def __init__(self, seed: int = 0, belief: str = "normal"):
+        super().__init__(seed)
+        if belief not in ("normal", "binary"):
+            raise ValueError(f"belief must be 'normal' or 'binary', got {belief!r}")
+        self.belief_mode = belief
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         self.remember(obs)
         N = self.task.n_objects
         z = torch.randn(self.B, N, generator=self.gen, dtype=torch.float64)
         trial = (torch.randn(self.B, N, generator=self.gen, dtype=torch.float64) > 0).double()
-        return torch.cat([trial, as_public_belief(0.5 + z / 2.0)], 1)
+        belief = as_public_belief(0.5 + z / 2.0) if self.belief_mode == "normal" else (z > 0).double()
+        return torch.cat([trial, belief], 1)
 
 
 class PaperBayesAgent(MemoryAgent):
