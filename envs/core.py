@@ -36,8 +36,8 @@ import torch
 
 from causalplay.rules import Rule
 
-from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space, p_lit
-from .reward import ivre_jsd, jsd
+from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
+from .reward import _ivre_jsd, ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
 from .task import ObsLayout, RewardSpec, as_rows, validate_action
 
@@ -45,7 +45,6 @@ __all__ = ["TaskConfig", "BlicketBatch", "OBS_MODES", "jsd", "ivre_jsd", "oracle
            "validate_action", "OBJECT_POOL", "ACRE_TYPES", "ORACLE_DTYPE"]
 
 OBS_MODES = ("panel", "history", "dict")
-_p_lit = p_lit  # the old private name, still imported by downstream code
 
 
 def panel_layout(N: int, T: int) -> ObsLayout:
@@ -104,9 +103,9 @@ class BlicketBatch:
         N, T = config.n_objects, config.horizon
         self.layout = panel_layout(N, T) if obs_mode != "history" else history_layout(N, T)
         self._oracle = Oracle(config.rules, N, batch_size)
-        self._rows = torch.arange(batch_size)
+        self._rows = np.arange(batch_size)
         self._allocate()
-        self.done[:] = True  # nothing runs before the first reset()
+        self._np["done"][:] = True  # nothing runs before the first reset()
         self._started = False
 
     # -- what the task tells every player ----------------------------------------------------------------
@@ -139,27 +138,25 @@ class BlicketBatch:
         return 2 * self.config.n_objects
 
     # -- sampling ----------------------------------------------------------------------------------------
-    def _sample(self, rows: torch.Tensor) -> Episodes:
+    def _sample(self, rows: np.ndarray) -> Episodes:
         if self.rngs is None:
             return sample_episodes(self.config, self.rng, len(rows))
         return Episodes.concat([sample_episodes(self.config, self.rngs[int(i)], 1) for i in rows])
 
     def _allocate(self) -> None:
+        # State lives in numpy arrays, updated in place; the public attributes are torch views of the same memory
+        # (torch.from_numpy shares it). numpy's per-call cost on the single env's tiny arrays is a fraction of
+        # torch's, and large batches run at the same speed either way.
         B, N, T = self.B, self.config.n_objects, self.config.horizon
-        self.blickets = torch.zeros(B, N, dtype=torch.bool)
-        self.rule_idx = torch.zeros(B, dtype=torch.long)
-        self.n_blickets = torch.zeros(B, dtype=torch.long)
-        self.objects = torch.zeros(B, N, dtype=torch.long)
-        self.uniforms = torch.zeros(B, T, dtype=torch.float64)
-        self.panels = torch.zeros(B, T, N, dtype=torch.bool)
-        self.lit = torch.zeros(B, T, dtype=torch.bool)
-        self.t = torch.zeros(B, dtype=torch.long)
-        self.done = torch.zeros(B, dtype=torch.bool)
-        self.solved_at = torch.zeros(B, dtype=torch.long)
-        self.returns = torch.zeros(B, dtype=torch.float64)
-        self.context_returns = torch.zeros(B, dtype=torch.float64)
-        self.last_belief = torch.full((B, N), 0.5, dtype=torch.float64)
-        self.last_oracle = torch.zeros(B, N, dtype=torch.float64)
+        spec = {"blickets": ((B, N), bool), "rule_idx": ((B,), np.int64), "n_blickets": ((B,), np.int64),
+                "objects": ((B, N), np.int64), "uniforms": ((B, T), np.float64), "panels": ((B, T, N), bool),
+                "lit": ((B, T), bool), "t": ((B,), np.int64), "done": ((B,), bool), "solved_at": ((B,), np.int64),
+                "returns": ((B,), np.float64), "context_returns": ((B,), np.float64),
+                "last_belief": ((B, N), np.float64), "last_oracle": ((B, N), np.float64)}
+        self._np = {k: np.zeros(shape, dtype) for k, (shape, dtype) in spec.items()}
+        self._np["last_belief"][:] = 0.5
+        for k, arr in self._np.items():
+            setattr(self, k, torch.from_numpy(arr))
 
     def reset(self, rows=None):
         """Start new episodes in ``rows`` (``None``: all; a bool mask ``[B]`` or indices); returns the observation
@@ -167,81 +164,82 @@ class BlicketBatch:
         if not self._started and rows is not None:
             raise RuntimeError("the first reset() must reset every row (rows=None)")
         self._started = True
-        idx = as_rows(rows, self.B)
+        idx = as_rows(rows, self.B).numpy()
         if len(idx) == 0:
             return self.observation()
         ep = self._sample(idx)
-        C = self.config.n_context
-        self.blickets[idx] = torch.as_tensor(ep.blickets)
-        self.rule_idx[idx] = torch.as_tensor(ep.rule_idx)
-        self.n_blickets[idx] = torch.as_tensor(ep.counts)
-        self.objects[idx] = torch.as_tensor(ep.objects)
-        self.uniforms[idx] = torch.as_tensor(ep.uniforms)
-        panels = torch.zeros(len(idx), self.config.horizon, self.config.n_objects, dtype=torch.bool)
-        lit = torch.zeros(len(idx), self.config.horizon, dtype=torch.bool)
+        C, x = self.config.n_context, self._np
+        x["blickets"][idx], x["rule_idx"][idx], x["n_blickets"][idx] = ep.blickets, ep.rule_idx, ep.counts
+        x["objects"][idx], x["uniforms"][idx] = ep.objects, ep.uniforms
+        panels = np.zeros((len(idx), self.config.horizon, self.config.n_objects), dtype=bool)
+        lit = np.zeros((len(idx), self.config.horizon), dtype=bool)
         if C:
-            panels[:, :C] = torch.as_tensor(ep.context)
-            lit[:, :C] = machine_lit(self.rules, self.rule_idx[idx, None], self.blickets[idx, None], panels[:, :C],
-                                     self.uniforms[idx, :C])
-        self.panels[idx], self.lit[idx] = panels, lit
-        for name in ("t", "solved_at"):
-            getattr(self, name)[idx] = 0
-        self.done[idx] = False
-        self.returns[idx] = 0.0
-        self.context_returns[idx] = 0.0
-        self.last_belief[idx] = 0.5
+            panels[:, :C] = ep.context
+            lit[:, :C] = machine_lit(self.rules, ep.rule_idx[:, None], ep.blickets[:, None], ep.context,
+                                     ep.uniforms[:, :C])
+        x["panels"][idx], x["lit"][idx] = panels, lit
+        for k in ("t", "solved_at", "done", "returns", "context_returns"):
+            x[k][idx] = 0
+        x["last_belief"][idx] = 0.5
         self._oracle.reset(idx)
         if C:
-            self._oracle.update(idx, self.rule_idx[idx], panels[:, 0], lit[:, 0])
+            self._oracle.update(idx, ep.rule_idx, panels[:, 0], lit[:, 0])
         return self.observation()
 
     # -- the oracle ----------------------------------------------------------------------------------------
     def oracle(self) -> torch.Tensor:
         """``[B, N]`` oracle marginals from the panels shown so far (uniform prior over all 2^N sets), float64."""
-        return self._oracle.marginals()
+        return torch.from_numpy(self._oracle.marginals())
 
     # -- the loop ------------------------------------------------------------------------------------------
     def current_panel(self) -> torch.Tensor:
         """``[B]`` index (0-based) of the panel in each row's current observation."""
-        return self.t.clamp(max=self.config.horizon - 1)
+        return torch.from_numpy(np.minimum(self._np["t"], self.config.horizon - 1))
 
     def observation(self):
         """The observation of every row in this task's ``obs_mode`` (float32; a dict of tensors for "dict")."""
         if self.obs_mode == "history":
-            return self._history_obs()
-        panel = self._panel_obs()
+            return torch.from_numpy(self._history_obs())
+        panel = torch.from_numpy(self._panel_obs())
         if self.obs_mode == "panel":
             return panel
-        return {"panel": panel, "history": self._history_block(), "last_belief": self.last_belief.float()}
+        return {"panel": panel, "history": torch.from_numpy(self._history_block()),
+                "last_belief": torch.from_numpy(self._np["last_belief"].astype(np.float32))}
 
-    def _panel_obs(self) -> torch.Tensor:
-        cfg, N = self.config, self.config.n_objects
-        k = self.current_panel()
-        return torch.cat([self.panels[self._rows, k], self.lit[self._rows, k, None], self.n_blickets[:, None] / N,
-                          (k[:, None] + 1) / cfg.horizon, k[:, None] >= cfg.n_context], 1).float()
+    def _panel_obs(self) -> np.ndarray:
+        cfg, N, x = self.config, self.config.n_objects, self._np
+        k = np.minimum(x["t"], cfg.horizon - 1)
+        obs = np.empty((self.B, N + 4), dtype=np.float32)
+        obs[:, :N] = x["panels"][self._rows, k]
+        obs[:, N] = x["lit"][self._rows, k]
+        obs[:, N + 1] = x["n_blickets"] / N
+        obs[:, N + 2] = (k + 1) / cfg.horizon
+        obs[:, N + 3] = k >= cfg.n_context
+        return obs
 
-    def _history_block(self) -> torch.Tensor:
-        T = self.config.horizon
-        shown = (self.t + 1).clamp(max=T)
-        hist = torch.cat([self.panels, self.lit[..., None]], -1).float()
-        return hist * (torch.arange(T)[None, :] < shown[:, None])[..., None]
+    def _history_block(self) -> np.ndarray:
+        T, x = self.config.horizon, self._np
+        shown = np.minimum(x["t"] + 1, T)
+        hist = np.concatenate([x["panels"], x["lit"][..., None]], -1).astype(np.float32)
+        hist *= (np.arange(T)[None, :] < shown[:, None])[..., None]
+        return hist
 
-    def _history_obs(self) -> torch.Tensor:
-        N, T = self.config.n_objects, self.config.horizon
-        obs = torch.empty(self.B, self.obs_size, dtype=torch.float32)
-        obs[:, 0] = self.n_blickets / N
-        obs[:, 1] = (self.t + 1).clamp(max=T) / T
+    def _history_obs(self) -> np.ndarray:
+        N, T, x = self.config.n_objects, self.config.horizon, self._np
+        obs = np.empty((self.B, self.obs_size), dtype=np.float32)
+        obs[:, 0] = x["n_blickets"] / N
+        obs[:, 1] = np.minimum(x["t"] + 1, T) / T
         obs[:, 2:2 + T * (N + 1)] = self._history_block().reshape(self.B, -1)
-        obs[:, 2 + T * (N + 1):] = self.last_belief
+        obs[:, 2 + T * (N + 1):] = x["last_belief"]
         return obs
 
     def step(self, action, *, check: bool = True):
         """Apply ``action [B, 2N]``; returns ``obs, reward, terminated (solved), truncated (reached T)``.
 
         Rows already done get reward 0 and stay done; their action is ignored. ``check=False`` skips the
-        validation of ``action`` (a float64 tensor ``[B, 2N]`` already checked, e.g. by a gymnasium env).
+        validation of ``action`` (a float64 array or tensor ``[B, 2N]`` already checked, e.g. by a gymnasium env).
         """
-        cfg, N, B = self.config, self.config.n_objects, self.B
+        cfg, N, B, x = self.config, self.config.n_objects, self.B, self._np
         if not self._started:
             raise RuntimeError("call reset() before step()")
         if check:
@@ -252,38 +250,43 @@ class BlicketBatch:
                 raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={B}")
         else:
             a = action
+        a = a.numpy() if isinstance(a, torch.Tensor) else np.asarray(a, dtype=np.float64)
         trial, belief = a[:, :N] > 0.5, a[:, N:]
-        active = ~self.done
-        t = self.t + active.long()
-        solved = active & ((belief - self.blickets.double()).abs() < cfg.tol).all(-1)
-        self.last_oracle = oracle = self.oracle()
+        active = ~x["done"]
+        t = x["t"] + active
+        solved = active & (np.abs(belief - x["blickets"]) < cfg.tol).all(-1)
+        oracle = self._oracle.marginals()
+        x["last_oracle"][:] = oracle
         rw = cfg.rewards
-        penalty = -cfg.step_cost - ivre_jsd(oracle, belief, rw.slots, rw.eps)
-        reward = torch.where(solved, cfg.solve_reward, penalty)
-        reward = torch.where(active, reward, 0.0)
-        self.returns += reward
-        self.context_returns += torch.where(t <= cfg.n_context, reward, 0.0)
-        self.solved_at = torch.where(solved, t, self.solved_at)
-        self.last_belief = torch.where(active[:, None], belief, self.last_belief)
+        reward = np.where(solved, cfg.solve_reward, -cfg.step_cost - _ivre_jsd(oracle, belief, rw.slots, rw.eps))
+        reward[~active] = 0.0
+        x["returns"] += reward
+        x["context_returns"] += np.where(t <= cfg.n_context, reward, 0.0)
+        x["solved_at"][solved] = t[solved]
+        x["last_belief"][active] = belief[active]
         go = active & ~solved & (t < cfg.horizon)
-        idx = torch.nonzero(go).flatten()
-        if len(idx):
+        if go.all():
+            idx, k, rows = self._rows, t, None
+        else:
+            idx = rows = np.flatnonzero(go)
             k = t[idx]
+        if len(idx):
             # panel t + 1 is the outcome of this action's trial (from action C on), else the next context panel
-            on = torch.where((k >= cfg.n_context)[:, None], trial[idx], self.panels[idx, k])
-            lit = machine_lit(self.rules, self.rule_idx[idx], self.blickets[idx], on, self.uniforms[idx, k])
-            self.panels[idx, k], self.lit[idx, k] = on, lit
-            self._oracle.update(idx, self.rule_idx[idx], on, lit)
+            on = np.where((k >= cfg.n_context)[:, None], trial[idx], x["panels"][idx, k])
+            ridx = x["rule_idx"][idx]
+            lit = machine_lit(self.rules, ridx, x["blickets"][idx], on, x["uniforms"][idx, k])
+            x["panels"][idx, k], x["lit"][idx, k] = on, lit
+            self._oracle.update(rows, ridx, on, lit)
         truncated = active & ~solved & (t >= cfg.horizon)
-        self.t = t
-        self.done = self.done | solved | truncated
-        return self.observation(), reward, solved, truncated
+        x["t"][:] = t
+        x["done"] |= solved | truncated
+        return self.observation(), torch.from_numpy(reward), torch.from_numpy(solved), torch.from_numpy(truncated)
 
     def record(self) -> dict[str, np.ndarray]:
         """The benchmark's episode record, one entry per row (read once every row is done)."""
-        solved = self.solved_at.numpy().copy()
-        C = self.config.n_context
-        return {"n_blickets": self.n_blickets.numpy().copy(), "solved_step": solved,
+        x, C = self._np, self.config.n_context
+        solved = x["solved_at"].copy()
+        return {"n_blickets": x["n_blickets"].copy(), "solved_step": solved,
                 "context_solved": (solved > 0) & (solved <= C), "episode_solved": solved > 0,
-                "context_reward": (self.context_returns if C else torch.zeros(self.B)).numpy().copy(),
-                "episode_reward": self.returns.numpy().copy(), "template": np.full(self.B, self.config.template)}
+                "context_reward": x["context_returns"].copy() if C else np.zeros(self.B),
+                "episode_reward": x["returns"].copy(), "template": np.full(self.B, self.config.template)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 
 from causalplay.rules import Rule
@@ -40,51 +41,65 @@ def p_lit(rules: tuple[Rule, ...], rule_idx: torch.Tensor, k: torch.Tensor) -> t
 
 
 @functools.lru_cache(maxsize=64)
-def p_lit_table(rules: tuple[Rule, ...], n_objects: int) -> torch.Tensor:
-    """``[R, N + 1]``: ``rules[r].p_lit(k)`` for ``k = 0..N`` blickets on the machine (float64)."""
+def p_lit_table(rules: tuple[Rule, ...], n_objects: int) -> np.ndarray:
+    """``[R, N + 1]``: ``rules[r].p_lit(k)`` for ``k = 0..N`` blickets on the machine (float64, read-only)."""
     k = torch.arange(n_objects + 1, dtype=torch.float64)
-    return torch.stack([r.p_lit(k) for r in rules])
+    table = torch.stack([r.p_lit(k) for r in rules]).numpy()
+    table.flags.writeable = False
+    return table
 
 
-def machine_lit(rules: tuple[Rule, ...], rule_idx: torch.Tensor, blickets: torch.Tensor, trial: torch.Tensor,
-                uniform: torch.Tensor) -> torch.Tensor:
-    """Whether the machine lights for ``trial [..., N]`` (bool): ``uniform < P(lit)`` with the episode's own
-    pre-drawn uniform, so the same episode gives the same response whatever else happens in the batch."""
+def machine_lit(rules: tuple[Rule, ...], rule_idx, blickets, trial, uniform) -> np.ndarray:
+    """Whether the machine lights for ``trial [..., N]`` (bool numpy arrays; ``rule_idx`` broadcasts with the
+    leading dims): ``uniform < P(lit)`` with the episode's own pre-drawn uniform, so the same episode gives the
+    same response whatever else happens in the batch."""
     k = (trial & blickets).sum(-1)
     return uniform < p_lit_table(rules, trial.shape[-1])[rule_idx, k]
 
 
 class Oracle:
     """The oracle of ``B`` episodes: weights ``w [B, S]`` over all ``S = 2^N`` blicket sets (uniform prior), each
-    row under its episode's rule, updated panel by panel.
+    row under its episode's rule, updated panel by panel (numpy, float64).
 
     For ``N <= 10`` the likelihood of every (rule, trial, set) is tabulated once (``P(lit) = rule.p_lit(|trial &
     set|)``, ``R x 2^N x S`` floats), so an update is one gather and one product -- the single env's hot path;
-    larger ``N`` computes the blicket counts per update. float64 throughout (weights renormalised every update).
+    larger ``N`` computes the blicket counts per update. Weights are renormalised every update.
     """
 
     def __init__(self, rules: tuple[Rule, ...], n_objects: int, batch_size: int):
         space = oracle_space(rules[0], n_objects, dtype=torch.float64)
-        self.rules, self.sets = rules, space.sets  # [S, N] in code order
-        self.pow2 = 2 ** torch.arange(n_objects)
+        self.rules, self.sets = rules, space.sets.numpy()  # [S, N] in code order
+        self.pow2 = 2 ** np.arange(n_objects)
         self.table = None
         if n_objects <= 10:
-            k = (self.sets @ self.sets.T)  # [2^N trials, S]: blickets on the machine (trial codes = set codes)
-            self.table = torch.stack([r.p_lit(k) for r in rules])  # [R, 2^N, S]
-        self.w = torch.full((batch_size, len(self.sets)), 1.0 / len(self.sets), dtype=torch.float64)
+            k = torch.as_tensor(self.sets @ self.sets.T)  # [2^N trials, S]: blickets on the machine
+            p = torch.stack([r.p_lit(k) for r in rules])  # [R, 2^N, S]
+            self.table = torch.stack([1.0 - p, p], 1).numpy()  # [R, lit, 2^N, S]: one gather per update
+        self.w = np.full((batch_size, len(self.sets)), 1.0 / len(self.sets))
+        self._w, self._sets = torch.from_numpy(self.w), torch.from_numpy(self.sets)  # views for torch's matmul
 
-    def reset(self, idx: torch.Tensor) -> None:
+    def reset(self, idx: np.ndarray) -> None:
         self.w[idx] = 1.0 / self.w.shape[1]
 
-    def update(self, idx: torch.Tensor, rule_idx: torch.Tensor, trial: torch.Tensor, lit: torch.Tensor) -> None:
-        """Rows ``idx`` saw ``trial [n, N]`` (bool) with outcome ``lit [n]`` under rules ``rule_idx [n]``."""
+    def update(self, idx: np.ndarray | None, rule_idx: np.ndarray, trial: np.ndarray, lit: np.ndarray) -> None:
+        """Rows ``idx`` (``None``: all) saw ``trial [n, N]`` (bool) with outcome ``lit [n]`` under rules
+        ``rule_idx [n]``."""
         if self.table is not None:
-            p = self.table[rule_idx, (trial.long() * self.pow2).sum(-1)]
+            lik = self.table[rule_idx, lit.astype(np.int64), trial @ self.pow2]
         else:
-            p = p_lit(self.rules, rule_idx[:, None].expand(-1, len(self.sets)), trial.to(torch.float64) @ self.sets.T)
-        w = self.w[idx] * torch.where(lit[:, None], p, 1.0 - p)
-        self.w[idx] = w / w.sum(-1, keepdim=True)
+            k = torch.from_numpy(trial.astype(np.float64)) @ self._sets.T
+            ridx = torch.as_tensor(rule_idx)[:, None].expand(-1, len(self.sets))
+            p = p_lit(self.rules, ridx, k).numpy()
+            lik = np.where(lit[:, None], p, 1.0 - p)
+        if idx is None:  # every row: in place, no fancy-index copies
+            self.w *= lik
+            self.w /= self.w.sum(-1, keepdims=True)
+        else:
+            lik *= self.w[idx]
+            lik /= lik.sum(-1, keepdims=True)
+            self.w[idx] = lik
 
-    def marginals(self) -> torch.Tensor:
+    def marginals(self) -> np.ndarray:
         """``[B, N]`` P(object is a blicket | panels so far)."""
-        return self.w @ self.sets
+        # torch's matmul: it keeps to torch.set_num_threads, where numpy's BLAS would start its own threads
+        return (self._w @ self._sets).numpy()

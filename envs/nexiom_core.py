@@ -163,7 +163,8 @@ class NexiomBatch:
         self.rule_correct |= answer & ((a[:, 2 * N + 1] > 0.5) == (self.rule_idx == 1))
         trial = (a[:, :N] > 0.5) & test[:, None]
         u = self.uniforms.gather(1, self.tests.clamp(max=self.horizon - 1)[:, None])[:, 0]
-        lit = machine_lit(self.rules, self.rule_idx, self.blickets, trial, u)
+        lit = torch.from_numpy(machine_lit(self.rules, self.rule_idx.numpy(), self.blickets.numpy(), trial.numpy(),
+                                           u.numpy()))
         self.on = torch.where(test[:, None], trial, self.on)
         self.lit_now = torch.where(test, lit, self.lit_now)
         self.tests += test.long()

@@ -14,32 +14,41 @@ its rounding (~1e-7 relative).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from scipy.special import xlogy
 
 __all__ = ["ivre_jsd", "jsd"]
 
 
-def ivre_jsd(p: torch.Tensor, q: torch.Tensor, slots: int = 48, eps: float = 1e-7) -> torch.Tensor:
+def ivre_jsd(p, q, slots: int = 48, eps: float = 1e-7):
     """The official IVRE Jensen-Shannon distance between rows of ``p`` and ``q`` (``[..., N]``, ``N <= slots``).
 
     ``p`` and ``q`` are padded to ``slots`` entries with zeros, ``eps`` is added to every entry, each is
     normalised to sum 1, and ``sqrt(clip(0.5 KL(p||m) + 0.5 KL(q||m), 0, 1))`` with ``m = (p + q) / 2``.
+    Takes and returns torch tensors or numpy arrays (float64).
     """
+    if isinstance(p, torch.Tensor) or isinstance(q, torch.Tensor):
+        p = torch.as_tensor(p, dtype=torch.float64).cpu().numpy()
+        q = torch.as_tensor(q, dtype=torch.float64).cpu().numpy()
+        return torch.from_numpy(np.asarray(_ivre_jsd(p, q, slots, eps)))
+    return _ivre_jsd(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64), slots, eps)
+
+
+def _ivre_jsd(p: np.ndarray, q: np.ndarray, slots: int, eps: float) -> np.ndarray:
+    # numpy: the env's hot path (one call per step); float64 throughout
     N = p.shape[-1]
     if q.shape[-1] != N or slots < N:
         raise ValueError(f"need p, q with the same last size N <= slots, got {p.shape[-1]}, {q.shape[-1]} and "
                          f"slots={slots}")
-    # p and q stacked on a leading axis: one op for both (the single env's step pays per op, not per value)
-    x = torch.stack(torch.broadcast_tensors(p.to(torch.float64), q.to(torch.float64))) + eps
-    total = x.sum(-1, keepdim=True) + (slots - N) * eps
-    x = x / total
-    e = eps / total  # [2, ..., 1]: the value of each empty slot
-    x = torch.cat([x, e], -1)
+    x = np.stack(np.broadcast_arrays(p, q)) + eps  # p and q on a leading axis: one call for both
+    total = x.sum(-1, keepdims=True) + (slots - N) * eps
+    x = np.concatenate([x / total, eps / total], -1)  # the last entry: the value of each empty slot
     m = x.mean(0)
-    w = torch.ones(N + 1, dtype=torch.float64)
+    w = np.ones(N + 1)
     w[N] = slots - N  # the empty slots' term counts once per slot
-    kl = ((torch.special.xlogy(x, x) - torch.special.xlogy(x, m)) * w).sum(-1)  # [2, ...]
-    return torch.sqrt(kl.mean(0).clamp(0.0, 1.0))
+    kl = ((xlogy(x, x) - xlogy(x, m)) * w).sum(-1)  # [2, ...]
+    return np.sqrt(np.clip(kl.mean(0), 0.0, 1.0))
 
 
 def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
