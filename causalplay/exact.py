@@ -23,7 +23,7 @@ from .spec import HypothesisSpace
 
 __all__ = ["InconsistentEvidenceError", "log_likelihood", "log_posterior", "observe", "DEFAULT_CHUNK"]
 
-#: Episodes per chunk. ``chunk * T * S`` numbers are alive at once (N=9, T=10: 2048 * 10 * 512 = 10M).
+#: Former fixed episode chunk; chunks are now sized by a memory budget (:func:`chunk_for`). Kept for callers.
 DEFAULT_CHUNK = 2048
 
 
@@ -35,9 +35,8 @@ class InconsistentEvidenceError(ValueError):
 def _outcome_tables(space: HypothesisSpace) -> torch.Tensor:
     """``[R, 3 (N + 1)]``: log P(unlit | k), log P(lit | k), then zeros for padding, so one gather per rule
     turns (outcome code, k) into a log-likelihood term."""
-    p = space.lit_table
-    with torch.no_grad():
-        return torch.cat([torch.log1p(-p), torch.log(p), torch.zeros_like(p)], dim=-1)
+    t = space.log_lit_table  # [R, 2, N + 1], exact for tiny noise (no 1 - noise is formed)
+    return torch.cat([t[:, 0], t[:, 1], torch.zeros_like(t[:, 0])], dim=-1)
 
 
 #: Largest ``2**N * H`` for which the per-trial table of :func:`_trial_rows` is built (N = 9: 2**19; N = 10: 2**21).
@@ -83,8 +82,24 @@ def log_likelihood(space: HypothesisSpace, trials: torch.Tensor, lit: torch.Tens
     return torch.cat([tables[r][idx].sum(1) for r in range(space.n_rules)], dim=-1)
 
 
-def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: int = DEFAULT_CHUNK,
-                  check: bool = True) -> torch.Tensor:
+def episode_bytes(space: HypothesisSpace, n_trials: int) -> int:
+    """Bytes of temporaries :func:`log_likelihood` needs per episode (used to size chunks)."""
+    item = torch.finfo(space.dtype).bits // 8
+    per = 3 * space.n_hypotheses * item
+    if _trial_rows(space) is None:  # gather path: k, idx and the gathered terms, [T, S] each, per rule
+        per += n_trials * space.n_sets * (16 + item) * 2
+    return per + n_trials * 64
+
+
+def chunk_for(space: HypothesisSpace, n_trials: int, max_memory=None) -> int:
+    """Episodes per chunk so that one chunk's temporaries stay within ``max_memory`` bytes."""
+    from ._validate import max_memory as _budget
+
+    return max(1, _budget(max_memory) // episode_bytes(space, n_trials))
+
+
+def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: int | None = None,
+                  check: bool = True, max_memory=None) -> torch.Tensor:
     """Normalised log posterior ``[B, H]`` of every hypothesis for every history in ``batch``.
 
     Parameters
@@ -93,13 +108,18 @@ def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: in
         Its device and dtype decide where and how the computation runs.
     batch : HistoryBatch
         Moved to ``space``'s device/dtype if needed.
-    chunk_size : int
-        Episodes per chunk.
+    chunk_size : int, optional
+        Episodes per chunk; by default as many as fit in ``max_memory``.
     check : bool
         Raise :class:`InconsistentEvidenceError` for an episode no hypothesis explains; with ``False`` such an
         episode's row is NaN (for hot loops that handle it themselves).
+    max_memory : int or str, optional
+        Bound on temporaries in bytes (or ``"2GiB"``); default a quarter of available RAM, at most 2 GiB. The
+        ``[B, H]`` result itself is not counted.
     """
     batch = batch.to(space.device, space.dtype)
+    if chunk_size is None:
+        chunk_size = chunk_for(space, batch.trials.shape[1], max_memory)
     prior = space.log_prior
     out = torch.empty(batch.batch_size, space.n_hypotheses, dtype=space.dtype, device=space.device)
     for start in range(0, batch.batch_size, chunk_size):
