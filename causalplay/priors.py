@@ -20,7 +20,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-
 import pyro.distributions as pdist
 import torch
 from torch.distributions import constraints

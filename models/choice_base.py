@@ -33,10 +33,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from causalplay.api import make_spec
 from causalplay.eig import eig_bits
 from causalplay.exact import log_likelihood
-from causalplay.spec import HypothesisSpace
+from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "Features", "LearnerConfig", "build_features", "step_features",
            "get_model", "available_models", "STOP_PARAMS", "JUDGE_PARAMS"]
@@ -90,7 +89,7 @@ class LearnerConfig:
         if not 0.0 < self.blicket_prior < 1.0:
             raise ValueError(f"learner blicket_prior must be in (0, 1) so every set is possible, "
                              f"got {self.blicket_prior!r}")
-        spec = make_spec(n_objects, ("disjunctive", "conjunctive"), blicket_prior=self.blicket_prior,
+        spec = WorldSpec.from_options(n_objects, ("disjunctive", "conjunctive"), blicket_prior=self.blicket_prior,
                          noise=self.noise)
         return HypothesisSpace.build(spec)
 
