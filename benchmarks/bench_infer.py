@@ -68,7 +68,7 @@ def run_agents_loop(space, trials, lit, candidates, chunk: int) -> float:
     B, T, _ = trials.shape
     sync(space.device)
     t0 = time.perf_counter()
-    P = space.lit_prob(candidates)  # the same candidates every step, as an agent would cache them
+    P = space.predictive(candidates)  # cached (and 512-padded) once per candidate set, as agents get it
     for start in range(0, B, chunk):
         sl = slice(start, start + chunk)
         log_w = space.log_prior.expand(trials[sl].shape[0], -1)

@@ -12,6 +12,7 @@ Also the one helper pair for blicket sets as integer codes (``code = sum_i x_i 2
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable
@@ -163,8 +164,10 @@ def _available_bytes() -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def default_max_memory() -> int:
-    """Default bound on temporary tensors, bytes: a quarter of available RAM, clamped to [256 MiB, 2 GiB]."""
+    """Default bound on temporary tensors, bytes: a quarter of the RAM available when first asked (read once per
+    process), clamped to [256 MiB, 2 GiB]."""
     avail = _available_bytes()
     if avail is None:
         return 1 << 30

@@ -262,7 +262,12 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
         n = n_objects
         if n is None:  # size first, then parse every history at that size: 0/1 vectors must all match it
             n = max(History.from_pairs(h).n_objects for h in _nonempty(histories))
-        hs = [History.from_pairs(h, n) for h in histories]
+        hs = []
+        for e, h in enumerate(histories):
+            try:
+                hs.append(History.from_pairs(h, n))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"histories[{e}]: {err}") from None
         batch = HistoryBatch.from_histories(hs, n, dtype=dtype)
     spec = WorldSpec.from_options(batch.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
     choose_method("exact", spec)

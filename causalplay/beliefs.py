@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -71,12 +72,14 @@ class BeliefsLike(Protocol):
     def to_frame(self) -> pd.DataFrame: ...
 
 
-def _popcount(codes: np.ndarray) -> np.ndarray:
+@lru_cache(maxsize=8)
+def _trial_sizes(n_objects: int) -> np.ndarray:
+    """Number of objects of every non-empty trial, in integer-code order (read-only)."""
+    codes = np.arange(1, 2**n_objects, dtype=np.int64)
     out = np.zeros_like(codes)
-    c = codes.copy()
-    while c.any():
-        out += c & 1
-        c >>= 1
+    for i in range(n_objects):
+        out += (codes >> i) & 1
+    out.flags.writeable = False
     return out
 
 
@@ -147,8 +150,9 @@ class BatchBeliefs:
 
     def predict_all(self, trials) -> np.ndarray:
         """``[B, D]``: P(machine lights | trial) for each candidate trial."""
-        P = self.space.predictive(self._candidates(trials))
-        return _to_numpy((self.log_w.exp() @ P).clamp(0.0, 1.0))
+        cand = self._candidates(trials)
+        P = self.space.predictive(cand)
+        return _to_numpy((self.log_w.exp() @ P)[:, : cand.shape[0]].clamp(0.0, 1.0))
 
     def eig_all(self, trials=None, target: str = "joint") -> np.ndarray:
         """``[B, D]`` EIG in bits of each candidate (all ``2**N - 1`` non-empty trials, in integer-code order,
@@ -278,8 +282,7 @@ class Beliefs:
         n = self.n_objects
         if trials is None:
             e = self.eig(None, target)
-            codes = np.arange(1, 2**n, dtype=np.int64)
-            best = codes[pick_best(e, _popcount(codes))]
+            best = 1 + pick_best(e, _trial_sizes(n))
             return tuple(i for i in range(n) if best >> i & 1)
         cand = parse_trials(trials, n)
         e = self.eig(cand, target)

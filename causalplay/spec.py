@@ -308,8 +308,10 @@ class HypothesisSpace:
 
     @property
     def log_prior(self) -> torch.Tensor:
-        """``[H]`` joint log prior."""
-        return (self.rule_log_prior[:, None] + self.set_log_prior[None, :]).reshape(-1)
+        """``[H]`` joint log prior (computed once per space)."""
+        if "log_prior" not in self._cache:
+            self._cache["log_prior"] = (self.rule_log_prior[:, None] + self.set_log_prior[None, :]).reshape(-1)
+        return self._cache["log_prior"]
 
     @property
     def set_codes(self) -> torch.Tensor:
@@ -331,16 +333,22 @@ class HypothesisSpace:
         """``P(lit | h, trial)`` for candidate trials ``[D, N]``: returns ``[H, D]`` (rule-major ``H``)."""
         return self.lit_table[:, self.counts(trials)].reshape(self.n_hypotheses, -1)
 
-    def predictive(self, trials: torch.Tensor, *, max_entries: int = 2**24) -> torch.Tensor:
-        """:meth:`lit_prob`, cached per candidate set (the last few sets of at most ``max_entries`` numbers).
+    def predictive(self, trials: torch.Tensor, *, max_entries: int = 2**24, pad_to: int = 512) -> torch.Tensor:
+        """:meth:`lit_prob` with zero columns padding ``D`` up to a multiple of ``pad_to`` (when ``D >= pad_to/2``),
+        cached per candidate set (the last four sets of at most ``max_entries`` numbers).
 
-        Agents and one-history calls score the same candidates again and again; the table is built once.
+        Agents and one-history calls score the same candidates again and again; the table is built once. The
+        padding makes BLAS run its fast aligned kernels (``[B, H] @ [H, 512]`` is faster than ``@ [H, 511]``);
+        drop the extra columns from results (``[:, :D]``).
         """
         key = ("lit_prob", trials.shape, hash(trials.to(torch.uint8).cpu().numpy().tobytes()))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         P = self.lit_prob(trials)
+        D = P.shape[1]
+        if pad_to > 1 and D >= pad_to // 2 and D % pad_to:
+            P = torch.cat([P, P.new_zeros(P.shape[0], pad_to - D % pad_to)], dim=1)
         if P.numel() <= max_entries:
             old = [k for k in self._cache if k[0] == "lit_prob"]
             for k in old[:-3]:  # keep at most 4 candidate sets per space
