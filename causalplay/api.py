@@ -125,6 +125,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     [0.333, 1.0, 0.333]
     """
     budget = max_memory_arg(max_memory)
+    svi_kw = _svi_options(svi_options)
     if threads is not None:
         threads = integer(threads, "threads", low=1)
     if dtype not in (torch.float32, torch.float64):
@@ -135,7 +136,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
         from .svi import svi_beliefs
 
         return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
-                           **_svi_options(svi_options))[0]
+                           **svi_kw)[0]
     space = HypothesisSpace.build(spec, device, dtype)
     batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
     with single_thread(threads):
