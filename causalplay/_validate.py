@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -30,6 +31,7 @@ __all__ = [
     "codes_to_vectors",
     "vectors_to_codes",
     "describe",
+    "single_thread",
 ]
 
 
@@ -195,3 +197,21 @@ def max_memory(value, name: str = "max_memory") -> int:
         raise ValueError(f"{name} must be a positive number of bytes or a size such as '2GiB' or '500MB', "
                          f"got {value!r}")
     return int(real(value, name, low=0, low_open=True))
+
+
+@contextmanager
+def single_thread(threads: int | None = 1) -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(threads)`` and restore the caller's setting afterwards.
+
+    One history is a few small tensor operations; two or more OpenMP threads only add synchronisation
+    (and oversubscribe when callers loop). ``threads=None`` leaves torch's setting alone.
+    """
+    old = torch.get_num_threads()
+    if threads is None or threads == old:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

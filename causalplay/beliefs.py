@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
@@ -11,31 +10,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import integer
+from ._validate import integer, single_thread
 from .eig import check_target, eig_bits
 from .exact import entropy_bits, observe
 from .history import History, all_trials, parse_trial, parse_trials
 from .spec import HypothesisSpace
 
 __all__ = ["Beliefs", "BatchBeliefs", "BeliefsLike", "single_thread"]
-
-
-@contextmanager
-def single_thread(threads: int | None = 1) -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(threads)`` and restore the caller's setting afterwards.
-
-    One history is a few small tensor operations; two or more OpenMP threads only add synchronisation
-    (and oversubscribe when callers loop). ``threads=None`` leaves torch's setting alone.
-    """
-    old = torch.get_num_threads()
-    if threads is None or threads == old:
-        yield
-        return
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 @runtime_checkable
@@ -117,18 +98,27 @@ class BatchBeliefs:
         return self.log_w.shape[0]
 
     # -- marginals -------------------------------------------------------------------------------------
-    def _grid(self) -> torch.Tensor:
-        return self.log_w.exp().reshape(-1, self.space.n_rules, self.space.n_sets)
+    def _rows(self) -> Iterable[slice]:
+        """Row chunks whose ``[b, H]`` probabilities fit in a quarter of ``max_memory``."""
+        from ._validate import max_memory
+
+        item = torch.finfo(self.space.dtype).bits // 8
+        step = max(1, max_memory(self.max_memory) // (4 * self.space.n_hypotheses * item))
+        return (slice(i, i + step) for i in range(0, len(self), step))
+
+    def _marginal(self, fn) -> torch.Tensor:
+        R, S = self.space.n_rules, self.space.n_sets
+        return torch.cat([fn(self.log_w[sl].exp().reshape(-1, R, S)) for sl in self._rows()])
 
     @property
     def blicket_probs(self) -> np.ndarray:
         """``[B, N]``: P(object i is a blicket) per episode."""
-        return _to_numpy(self._grid().sum(1) @ self.space.sets)
+        return _to_numpy(self._marginal(lambda g: g.sum(1) @ self.space.sets))
 
     @property
     def rule_probs(self) -> np.ndarray:
         """``[B, R_spec]``: posterior of every rule in ``space.spec.rules`` (zero-prior rules get 0)."""
-        kept = _to_numpy(self._grid().sum(-1))
+        kept = _to_numpy(self._marginal(lambda g: g.sum(-1)))
         out = np.zeros((len(self), len(self.space.spec.rules)))
         cols = [self.space.spec.rules.index(r) for r in self.space.rules]
         out[:, cols] = kept
