@@ -224,7 +224,8 @@ def _nonempty(histories: list) -> list:
 def infer_batch(histories, n_objects: int | None = None, *, episode: str = "episode", objects: str = "objects",
                 lit: str = "lit", order: str | None = "trial", rules=("disjunctive", "conjunctive"),
                 rule_prior=None, blicket_prior: float = 1.0 / 3.0, n_blickets=None, noise: float = 0.0,
-                device=None, dtype: torch.dtype = torch.float64, max_memory=None) -> BatchBeliefs:
+                device=None, dtype: torch.dtype = torch.float64, max_memory=None,
+                threads: int | None | str = "auto") -> BatchBeliefs:
     """Exact beliefs for many episodes at once, on ``device``.
 
     Parameters
@@ -235,6 +236,9 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
         A list holds one history per episode (each a list of ``(objects, lit)`` pairs or a :class:`History`).
     n_objects, rules, rule_prior, blicket_prior, n_blickets, noise, device, dtype, max_memory :
         As in :func:`infer`. Episodes are processed in chunks sized by ``max_memory``.
+    threads : int, None or "auto"
+        Torch threads while computing the posterior (restored afterwards); ``"auto"`` is one thread for large
+        worlds (N > 10, many cache-sized chunks) and torch's setting otherwise; None is torch's setting.
 
     Returns
     -------
@@ -244,6 +248,8 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
     """
     budget = max_memory_arg(max_memory)
     n_objects = _n_objects_arg(n_objects)
+    if threads not in (None, "auto"):
+        threads = integer(threads, "threads", low=1)
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     keys, batch = None, None
@@ -273,4 +279,5 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
     spec = WorldSpec.from_options(batch.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
     choose_method("exact", spec)
     space = HypothesisSpace.build(spec, device, dtype)
-    return BatchBeliefs(space, log_posterior(space, batch, max_memory=budget), keys, max_memory=budget)
+    log_w = log_posterior(space, batch, max_memory=budget, threads=threads)
+    return BatchBeliefs(space, log_w, keys, max_memory=budget)
