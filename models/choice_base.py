@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from causalplay.eig import eig_bits
 from causalplay.exact import log_likelihood
+from causalplay.history import codes_to_vectors, set_to_code
 from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "Features", "LearnerConfig", "build_features", "step_features",
@@ -142,12 +143,11 @@ class Features:
 
 
 def _codes_to_sets(n_objects: int) -> torch.Tensor:
-    codes = torch.arange(2**n_objects)
-    return ((codes[:, None] >> torch.arange(n_objects)) & 1).to(torch.float64)
+    return codes_to_vectors(torch.arange(2**n_objects), n_objects).to(torch.float64)
 
 
 def _code(objs) -> int:
-    return int(sum(1 << int(i) for i in objs))
+    return set_to_code(objs)
 
 
 def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:
