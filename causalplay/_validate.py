@@ -46,6 +46,8 @@ def describe(value) -> str:
 
 def _scalar(value):
     """Unwrap numpy/torch scalars and 0-d arrays to a Python number; anything else is returned unchanged."""
+    if type(value) in (float, int):
+        return value
     if isinstance(value, torch.Tensor):
         if value.ndim == 0 and value.dtype != torch.bool and not value.is_complex():
             return value.item()
@@ -89,6 +91,8 @@ def real(value, name: str, *, low: float | None = None, high: float | None = Non
 def probability(value, name: str) -> float:
     """``value`` as a probability in ``[0, 1]`` (a Python float)."""
     v = _scalar(value)
+    if type(v) is float and 0.0 <= v <= 1.0:
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a probability in [0, 1] (a Python, numpy or 0-d torch number), "
                         f"got {describe(value)}")

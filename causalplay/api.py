@@ -12,7 +12,7 @@ import torch
 from ._validate import choice, integer
 from ._validate import max_memory as max_memory_arg
 from .beliefs import BatchBeliefs, Beliefs, single_thread
-from .exact import log_posterior
+from .exact import history_log_posterior, log_posterior
 from .history import History, HistoryBatch, is_bool_vector, parse_trial
 from .rules import Rule
 from .spec import HypothesisSpace, WorldSpec
@@ -138,9 +138,11 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
         return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
                            **svi_kw)[0]
     space = HypothesisSpace.build(spec, device, dtype)
-    batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
     with single_thread(threads):
-        log_w = log_posterior(space, batch, max_memory=budget)[0]
+        log_w = history_log_posterior(space, hist.trials, hist.lit)
+        if log_w is None:
+            batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
+            log_w = log_posterior(space, batch, max_memory=budget)[0]
     return Beliefs(space, log_w, history=hist, max_memory=budget, threads=threads)
 
 

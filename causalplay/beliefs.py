@@ -13,7 +13,7 @@ import torch
 from ._validate import integer, single_thread
 from .eig import check_target, eig_bits
 from .exact import entropy_bits, observe
-from .history import History, all_trials, parse_trial, parse_trials
+from .history import History, parse_trial, parse_trials
 from .spec import HypothesisSpace
 
 __all__ = ["Beliefs", "BatchBeliefs", "BeliefsLike", "single_thread"]
@@ -65,8 +65,11 @@ def _trial_sizes(n_objects: int) -> np.ndarray:
 
 
 def pick_best(eig: np.ndarray, sizes: np.ndarray) -> int:
-    """Index of the largest EIG; EIGs within 1e-12 are ties, broken by fewest objects, then position."""
-    return int(np.lexsort((np.arange(len(eig)), sizes, -np.round(eig, 12)))[0])
+    """Index of the largest EIG; EIGs equal after rounding to 12 decimals are ties, broken by fewest objects,
+    then position."""
+    r = np.round(eig, 12)
+    tied = np.flatnonzero(r == r.max())
+    return int(tied[np.argmin(sizes[tied])])
 
 
 def _to_numpy(x: torch.Tensor) -> np.ndarray:
@@ -134,8 +137,9 @@ class BatchBeliefs:
 
     # -- predictions and EIG ---------------------------------------------------------------------------
     def _candidates(self, trials) -> torch.Tensor:
-        n = self.space.n_objects
-        arr = all_trials(n) if trials is None else parse_trials(trials, n)
+        if trials is None:
+            return self.space.all_trials()
+        arr = parse_trials(trials, self.space.n_objects)
         return torch.as_tensor(arr, device=self.space.device).to(self.space.dtype)
 
     def predict_all(self, trials) -> np.ndarray:

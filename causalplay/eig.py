@@ -59,10 +59,14 @@ def _const_entropy(space: HypothesisSpace) -> torch.Tensor | None:
     without noise), else None. Then ``w @ H_b(P) = (rule mass) @ this`` -- no matmul needed."""
     from .rules import Threshold
 
-    if not all(isinstance(r, Threshold) for r in space.rules):
-        return None
-    noise = torch.tensor([r.noise for r in space.rules], dtype=torch.float64)
-    return binary_entropy_bits(noise).to(space.dtype).to(space.device)
+    if "const_entropy" in space._cache:
+        return space._cache["const_entropy"]
+    out = None
+    if all(isinstance(r, Threshold) for r in space.rules):
+        noise = torch.tensor([r.noise for r in space.rules], dtype=torch.float64)
+        out = binary_entropy_bits(noise).to(space.dtype).to(space.device)
+    space._cache["const_entropy"] = out
+    return out
 
 
 def _candidate_chunk(space: HypothesisSpace, n_episodes: int, budget: int) -> int:
@@ -124,12 +128,10 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
 
         return out[:, vectors_to_codes(candidates) - 1]
     if candidates is None:
-        from .history import all_trials
-
         if D * (n + 8) > budget:
             raise MemoryError(f"all 2**{n} - 1 = {D:,} trials do not fit in max_memory={budget:,} bytes; pass "
                               "candidate trials or a larger max_memory")
-        candidates = torch.as_tensor(all_trials(n), device=space.device).to(space.dtype)
+        candidates = space.all_trials()
     if lit_prob is not None:
         return _eig_matmul(space, log_w.exp().to(lit_prob.dtype), lit_prob, target, max_elements)[:, :D]
     step = _candidate_chunk(space, log_w.shape[0], budget)
@@ -179,53 +181,76 @@ def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target
     return (h_y - cond).clamp_min(0.0)
 
 
-def count_distribution(space: HypothesisSpace, w: torch.Tensor) -> torch.Tensor:
-    """``F [B, R, 2**N, C + 1]``: ``F[b, r, d, j] = sum of w[b, (r, s)] over sets s with |s & d| = j``.
+def count_distribution(space: HypothesisSpace, w: torch.Tensor, layers: int | None = None) -> torch.Tensor:
+    """``F [B, R, 2**N, L]``: ``F[b, r, d, j] = sum of w[b, (r, s)] over sets s with |s & d| = j`` for
+    ``j < L`` (``L = layers``, default ``C + 1`` with ``C`` the largest allowed set size, i.e. every count).
 
-    A ranked subset-sum (zeta) transform over the ``N`` bits: ``N (C + 1) 2**N`` additions per (episode, rule)
-    instead of ``S 2**N`` for a ``[H, 2**N]`` predictive table. ``C`` is the largest allowed set size.
+    A ranked subset-sum (zeta) transform over the ``N`` bits: ``N L 2**N`` additions per (episode, rule)
+    instead of ``S 2**N`` for a ``[H, 2**N]`` predictive table. Threshold rules only need ``L = m``.
     """
     n, R, S = space.n_objects, space.n_rules, space.n_sets
-    C = space.max_count
+    L = space.max_count + 1 if layers is None else layers
     B = w.shape[0]
-    G = torch.zeros(B * R, 2**n, C + 1, dtype=w.dtype, device=w.device)
+    G = torch.zeros(B * R, 2**n, L, dtype=w.dtype, device=w.device)
     G[:, space.set_codes, 0] = w.reshape(B * R, S)
     for i in range(n):
-        v = G.view(B * R, 2 ** (n - 1 - i), 2, 2**i, C + 1)
+        v = G.view(B * R, 2 ** (n - 1 - i), 2, 2**i, L)
         a, c = v[:, :, 0], v[:, :, 1]
         new1 = a.clone()
-        new1[..., 1:] += c[..., :-1]  # bit i of d is on: an S containing i counts one more
+        if L > 1:
+            new1[..., 1:] += c[..., :-1]  # bit i of d is on: an S containing i counts one more
         a += c  # bit i of d is off: S with or without i count the same
         c.copy_(new1)
-    return G.view(B, R, 2**n, C + 1)
+    return G.view(B, R, 2**n, L)
+
+
+def _threshold_layers(space: HypothesisSpace) -> list[int] | None:
+    """``m`` of every rule (capped at ``C + 1``) when all rules are thresholds, else None."""
+    from .rules import Threshold
+
+    if not all(isinstance(r, Threshold) for r in space.rules):
+        return None
+    return [min(r.m, space.max_count + 1) for r in space.rules]
 
 
 def _eig_transform(space: HypothesisSpace, log_w: torch.Tensor, target: str, budget: int) -> torch.Tensor:
     """EIG of all ``2**N - 1`` non-empty trials via :func:`count_distribution`, chunked over episodes."""
-    n, R = space.n_objects, space.n_rules
+    n, R, S = space.n_objects, space.n_rules, space.n_sets
     C = space.max_count
+    ms = _threshold_layers(space)
+    L = max(ms) if ms is not None else C + 1
     item = torch.finfo(space.dtype).bits // 8
-    per_episode = 3 * R * 2**n * (C + 1) * item
+    per_episode = 3 * R * 2**n * L * item
     step = budget // per_episode
     if step < 1:
         raise MemoryError(f"the EIG transform needs {per_episode:,} bytes per episode at N = {n}, more than "
                           f"max_memory={budget:,}; pass candidate trials or a larger max_memory")
-    table = space.lit_table[:, : C + 1]  # [R, C + 1]
-    hb = binary_entropy_bits(table)
     B = log_w.shape[0]
     out = torch.empty(B, 2**n - 1, dtype=space.dtype, device=space.device)
     for start in range(0, B, step):
         w = log_w[start: start + step].exp()
-        F = count_distribution(space, w)[:, :, 1:]  # [b, R, D, C + 1], drop the empty trial
-        q = torch.einsum("brdj,rj->brd", F, table)  # P(lit, rule r | d)
+        W = w.reshape(-1, R, S).sum(-1)  # [b, R] rule mass
+        F = count_distribution(space, w, L)[:, :, 1:]  # [b, R, D, L], the empty trial dropped
+        if ms is not None:  # P(lit, r | d) = off_r * P(k < m_r) + on_r * P(k >= m_r)
+            off = space.lit_table[:, 0]
+            on = space.lit_table[torch.arange(R), [min(m, n) for m in ms]]
+            below = torch.stack([F[:, r, :, : ms[r]].sum(-1) for r in range(R)], 1)  # [b, R, D]
+            q = off[:, None] * below + on[:, None] * (W[:, :, None] - below)
+            cond_joint = (W @ _const_entropy(space))[:, None]
+        else:
+            table = space.lit_table[:, :L]  # [R, C + 1]
+            q = torch.einsum("brdj,rj->brd", F, table)
+            cond_joint = torch.einsum("brdj,rj->bd", F, binary_entropy_bits(table))
         h_y = binary_entropy_bits(q.sum(1))
         if target == "rule":
-            pr = w.reshape(-1, R, space.n_sets).sum(-1)[:, :, None]
+            if R == 1:
+                out[start: start + step] = 0.0
+                continue
+            pr = W[:, :, None]
             cond = -(_plogp(q) + _plogp((pr - q).clamp_min(0.0)) - _plogp(pr)).sum(1) / _LOG2
-            out[start: start + step] = (h_y - cond).clamp_min(0.0) if R > 1 else 0.0
         else:
-            cond = torch.einsum("brdj,rj->bd", F, hb)
-            out[start: start + step] = (h_y - cond).clamp_min(0.0)
+            cond = cond_joint
+        out[start: start + step] = (h_y - cond).clamp_min(0.0)
     return out
 
 

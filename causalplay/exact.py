@@ -21,7 +21,8 @@ from .history import HistoryBatch
 from .priors import all_subsets
 from .spec import HypothesisSpace
 
-__all__ = ["InconsistentEvidenceError", "log_likelihood", "log_posterior", "observe", "DEFAULT_CHUNK"]
+__all__ = ["InconsistentEvidenceError", "log_likelihood", "log_posterior", "history_log_posterior", "observe",
+           "DEFAULT_CHUNK"]
 
 #: Former fixed episode chunk; chunks are now sized by a memory budget (:func:`chunk_for`). Kept for callers.
 DEFAULT_CHUNK = 2048
@@ -167,6 +168,28 @@ def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: in
             sl = slice(start, start + chunk_size)
             out[sl] = prior + log_likelihood(space, batch.trials[sl], batch.lit[sl], batch.mask[sl])
     return _normalise(out, batch, check=check)
+
+
+def history_log_posterior(space: HypothesisSpace, trials, lit) -> torch.Tensor | None:
+    """Normalised ``[H]`` log posterior of one history given as numpy ``trials bool [T, N]``, ``lit bool [T]``,
+    by summing rows of the per-trial table (a handful of tensor operations; the one-history hot path).
+    None when the space has no per-trial table (N > 10); raises :class:`InconsistentEvidenceError` like
+    :func:`log_posterior`."""
+    rows = _trial_rows(space)
+    if rows is None:
+        return None
+    import numpy as np
+
+    n = space.n_objects
+    idx = (np.asarray(trials, dtype=np.int64) << np.arange(n)).sum(-1) + np.asarray(lit, dtype=np.int64) * 2**n
+    lw = space.log_prior + rows[torch.from_numpy(idx).to(space.device)].sum(0)
+    z = torch.logsumexp(lw, 0)
+    if not bool(torch.isfinite(z)):
+        batch = HistoryBatch(torch.as_tensor(np.asarray(trials))[None].to(space.dtype),
+                             torch.as_tensor(np.asarray(lit))[None].to(space.dtype),
+                             torch.ones(1, len(idx), dtype=torch.bool))
+        raise InconsistentEvidenceError(_explain(torch.tensor([True]), batch))
+    return lw.sub_(z)
 
 
 def observe(space: HypothesisSpace, log_w: torch.Tensor, trial: torch.Tensor, lit: torch.Tensor,

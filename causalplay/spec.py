@@ -103,7 +103,10 @@ class WorldSpec:
         except TypeError:
             raise ValueError(f"n_objects must be a positive integer, got {self.n_objects!r}") from None
         object.__setattr__(self, "n_objects", n)
-        rules = make_rules(self.rules)
+        rules = self.rules
+        if not (isinstance(rules, tuple) and rules and all(isinstance(r, Rule) for r in rules)
+                and len({r.name for r in rules}) == len(rules)):
+            rules = make_rules(rules)
         object.__setattr__(self, "rules", rules)
         if self.rule_prior is None:
             prior = tuple(1.0 / len(rules) for _ in rules)
@@ -293,7 +296,23 @@ class HypothesisSpace:
     @property
     def max_count(self) -> int:
         """Largest number of blickets any allowed set has."""
-        return int(self.sets.sum(-1).max().item())
+        if "max_count" not in self._cache:
+            self._cache["max_count"] = int(self.sets.sum(-1).max().item())
+        return self._cache["max_count"]
+
+    def all_trials(self) -> torch.Tensor:
+        """``[2**N - 1, N]`` every non-empty trial in integer-code order, on this space's device and dtype (cached
+        for N <= 16; do not modify)."""
+        hit = self._cache.get("all_trials")
+        if hit is not None:
+            return hit
+        from ._validate import codes_to_vectors
+
+        n = self.n_objects
+        t = codes_to_vectors(torch.arange(1, 2**n, device=self.device), n).to(self.dtype)
+        if n <= 16:
+            self._cache["all_trials"] = t
+        return t
 
     # -- the flat [H] view ---------------------------------------------------------------------------------
     @property
@@ -341,7 +360,10 @@ class HypothesisSpace:
         padding makes BLAS run its fast aligned kernels (``[B, H] @ [H, 512]`` is faster than ``@ [H, 511]``);
         drop the extra columns from results (``[:, :D]``).
         """
-        key = ("lit_prob", trials.shape, hash(trials.to(torch.uint8).cpu().numpy().tobytes()))
+        if trials is self._cache.get("all_trials"):
+            key = ("lit_prob", "all")
+        else:
+            key = ("lit_prob", trials.shape, hash(trials.to(torch.uint8).cpu().numpy().tobytes()))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
