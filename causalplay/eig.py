@@ -115,7 +115,8 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     D = 2**n - 1 if candidates is None else candidates.shape[0]
     C = space.max_count
     can_transform = target in ("joint", "rule") or (target == "blickets" and R == 1)
-    transform_ops = n * (C + 1) * 2**n
+    ms = _threshold_layers(space) if n <= 40 else None
+    transform_ops = n * (max(ms) if ms is not None else C + 1) * 2**n
     if method == "transform" and not can_transform:
         raise ValueError(f"method='transform' covers the joint and rule targets (and blickets with one rule), "
                          f"not target={target!r} with {R} rules; use method='matmul'")
