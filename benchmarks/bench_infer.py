@@ -13,6 +13,15 @@ Reference points on comparable slices, same process:
 
 Also N = 12 and N = 16 with restricted candidate trials (all trials of at most 3 resp. 2 objects).
 
+Issue 11 section (``--sections issue11``):
+* one-history ``infer(h).best_trial()`` vs the per-history cost of ``infer_batch(hs).eig_all()`` + argmax on
+  the same histories (N = 9, noise 0.05);
+* batched joint EIG over all 511 trials vs a bare ``[B, H] @ [H, 511]`` matmul of the same shape (N = 9,
+  B = 2048, float32, one thread);
+* N = 6...16 scaling of one history (infer + all-trials EIG) and of a batch;
+* peak memory (child process, ``ru_maxrss``) of N = 16 ``infer_batch`` of 10^3 episodes and of one N = 16
+  history's ``.eig()``.
+
 Usage::
 
     python benchmarks/bench_infer.py                   # CPU (and CUDA when available)
@@ -26,6 +35,8 @@ import itertools
 import json
 import math
 import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +47,7 @@ from causalplay.models.blicket import BlicketWorld, blicket_model
 from pyro.contrib.oed.eig import nmc_eig
 from pyro.infer import TraceEnum_ELBO
 
+import causalplay
 from causalplay.api import make_spec
 from causalplay.eig import eig_bits
 from causalplay.exact import log_posterior, observe
@@ -68,7 +80,7 @@ def run_agents_loop(space, trials, lit, candidates, chunk: int) -> float:
     B, T, _ = trials.shape
     sync(space.device)
     t0 = time.perf_counter()
-    P = space.lit_prob(candidates)  # the same candidates every step, as an agent would cache them
+    P = space.predictive(candidates)  # cached (and 512-padded) once per candidate set, as agents get it
     for start in range(0, B, chunk):
         sl = slice(start, start + chunk)
         log_w = space.log_prior.expand(trials[sl].shape[0], -1)
@@ -146,6 +158,127 @@ def bench_nmc(n_repeats: int = 1) -> float:
     return (time.perf_counter() - t0) / n_repeats
 
 
+def random_histories(n: int, n_hist: int, T: int, seed: int = 0, noise: float = 0.05) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_hist):
+        true = rng.random(n) < 0.35
+        rule = int(rng.integers(2))
+        h = []
+        for _ in range(T):
+            trial = np.flatnonzero(rng.random(n) < 0.4).tolist() or [0]
+            lit = int(true[trial].sum()) >= rule + 1
+            h.append((trial, bool(lit) != bool(rng.random() < noise)))
+        out.append(h)
+    return out
+
+
+def bench_single_vs_batch(n: int = 9, n_hist: int = 300, noise: float = 0.05) -> dict:
+    """Per-history seconds: ``infer(h).best_trial()`` one at a time vs ``infer_batch(hs).eig_all()`` + argmax."""
+    hs = random_histories(n, n_hist, 5, seed=3, noise=noise)
+    def one_by_one():
+        for h in hs:
+            causalplay.infer(h, n, noise=noise).best_trial()
+
+    single = _best_of(one_by_one, repeats=3) / n_hist  # best of 3 passes, like the batched bar
+    causalplay.infer_batch(hs[:8], n, noise=noise).eig_all()
+
+    def batched():
+        causalplay.infer_batch(hs, n, noise=noise).eig_all().argmax(-1)
+
+    # The batched path at torch's thread setting and at one thread; the ratio uses the faster (the fair bar).
+    multi = _best_of(batched, repeats=3) / n_hist
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one = _best_of(batched, repeats=3) / n_hist
+    finally:
+        torch.set_num_threads(old)
+    batch = min(multi, one)
+    return dict(n_objects=n, histories=n_hist, noise=noise, single_s=single, batch_per_history_s=batch,
+                batch_per_history_threads_default_s=multi, batch_per_history_one_thread_s=one,
+                ratio=single / batch)
+
+
+def _best_of(f, repeats: int = 7) -> float:
+    f()
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_eig_vs_matmul(n: int = 9, B: int = 2048, noise: float = 0.05) -> dict:
+    """Batched joint EIG of all 2**N - 1 trials vs the bare matmul of the same shape, float32, one thread."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        space = HypothesisSpace.build(make_spec(n, RULES, blicket_prior=1 / 3, noise=noise), "cpu", torch.float32)
+        g = torch.Generator().manual_seed(0)
+        log_w = torch.log_softmax(torch.randn(B, space.n_hypotheses, generator=g) * 3, -1)
+        cand = torch.as_tensor(all_trials(n)).float()
+        P = space.lit_prob(cand)
+        Pp = space.predictive(cand)
+        w = log_w.exp()
+        bare = _best_of(lambda: w @ P)
+        bare512 = _best_of(lambda: w @ Pp)
+        eig = _best_of(lambda: eig_bits(space, log_w, cand, "joint", lit_prob=Pp))
+    finally:
+        torch.set_num_threads(old)
+    return dict(n_objects=n, batch=B, noise=noise, candidates=len(cand), bare_matmul_s=bare,
+                bare_matmul_512_s=bare512, eig_s=eig, achieved_vs_bare=bare / eig, achieved_vs_bare512=bare512 / eig)
+
+
+def bench_scaling(ns=range(6, 17), n_batch: int = 100) -> list[dict]:
+    """One history (infer + all-trials EIG + best trial) and a batch (per history), N = 6...16."""
+    rows = []
+    for n in ns:
+        hs = random_histories(n, n_batch, 8, seed=n)
+        one = _best_of(lambda h=hs[0], n=n: causalplay.infer(h, n, noise=0.05).best_trial(), repeats=3)
+        nb = n_batch if n <= 12 else max(10, n_batch // 10)
+        t0 = time.perf_counter()
+        _ = causalplay.infer_batch(hs[:nb], n, noise=0.05).blicket_probs
+        batch = (time.perf_counter() - t0) / nb
+        rows.append(dict(n_objects=n, hypotheses=2 * 2**n, one_history_best_trial_s=one,
+                         batch_posterior_per_history_s=batch, batch_size=nb))
+    return rows
+
+
+_MEM_SCRIPT = """
+import resource, sys, time, numpy as np, causalplay
+rng = np.random.default_rng(0)
+n = 16
+if sys.argv[1] == "batch":
+    hs = [[(np.flatnonzero(rng.random(n) < 0.3).tolist(), bool(rng.random() < 0.5)) for _ in range(10)]
+          for _ in range(1000)]
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    b = causalplay.infer_batch(hs, n, noise=0.05)
+    b.blicket_probs, b.rule_probs
+else:
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    b = causalplay.infer([([0, 1], True), ([2], False)], n, noise=0.05)
+    b.eig(), b.best_trial()
+dt = time.perf_counter() - t0
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, base * 1024, dt)
+"""
+
+
+def bench_memory_n16() -> list[dict]:
+    """Peak resident memory (bytes, whole child process incl. torch) of the two N = 16 goals."""
+    rows = []
+    for what in ("batch", "single"):
+        out = subprocess.run([sys.executable, "-c", _MEM_SCRIPT, what], capture_output=True, text=True, check=True)
+        peak, base, secs = out.stdout.split()
+        rows.append(dict(workload={"batch": "infer_batch N=16 x 1000 episodes (+ marginals)",
+                                   "single": "infer N=16 one history + eig() + best_trial()"}[what],
+                         peak_rss_bytes=int(peak), baseline_rss_bytes=int(base), seconds=float(secs)))
+    return rows
+
+
 def small_trials(n: int, max_size: int) -> np.ndarray:
     rows = []
     for k in range(1, max_size + 1):
@@ -163,7 +296,10 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=2048, help="episodes per chunk on CPU")
     ap.add_argument("--out", default="runs/bench_infer/results.json")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--sections", default="main,refs,issue11",
+                    help="comma-separated: main (throughput table), refs (Pyro comparisons), issue11")
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
     scale = 0.02 if args.quick else 1.0
     E = max(64, int(args.episodes * scale))
     devices = ["cpu"] if args.device in ("all", "cpu") else []
@@ -181,7 +317,30 @@ def main() -> None:
         print(f"{row['name']:<44} " + (f"{eps:>14,.0f} episode-steps/s" if eps else "")
               + (f"  ({row['seconds']:.2f} s)" if "seconds" in row else ""), flush=True)
 
-    for dev in devices:
+    if "issue11" in sections:
+        r = bench_single_vs_batch(n_hist=60 if args.quick else 300)
+        emit({"name": "issue11: one-history infer+best_trial / batched per-history (N=9)", **r})
+        print(f"    single {r['single_s'] * 1e3:.3f} ms, batched {r['batch_per_history_s'] * 1e3:.3f} ms per "
+              f"history, ratio {r['ratio']:.2f} (goal <= 4)")
+        r = bench_eig_vs_matmul(B=256 if args.quick else 2048)
+        emit({"name": "issue11: batched joint EIG vs bare matmul (N=9, float32, 1 thread)", **r})
+        print(f"    bare [B,H]@[H,511] {r['bare_matmul_s'] * 1e3:.2f} ms, @[H,512] {r['bare_matmul_512_s'] * 1e3:.2f}"
+              f" ms, EIG {r['eig_s'] * 1e3:.2f} ms: achieved {r['achieved_vs_bare']:.2f} of the 511 limit "
+              f"(goal >= 0.6), {r['achieved_vs_bare512']:.2f} of the padded one")
+        for r in bench_scaling(range(6, 13) if args.quick else range(6, 17)):
+            emit({"name": f"issue11: scaling N={r['n_objects']}", **r})
+            print(f"    one history {r['one_history_best_trial_s'] * 1e3:9.2f} ms   batch "
+                  f"{r['batch_posterior_per_history_s'] * 1e3:9.3f} ms/history")
+        if not args.quick:
+            for r in bench_memory_n16():
+                emit({"name": f"issue11: memory {r['workload']}", **r})
+                print(f"    peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB (process baseline "
+                      f"{r['baseline_rss_bytes'] / 2**30:.2f} GiB), {r['seconds']:.1f} s (goal: within 4 GB)")
+    if not sections & {"main", "refs"}:
+        out.write_text(json.dumps(results, indent=2))
+        print(f"wrote {out}")
+        return
+    for dev in devices if "main" in sections else []:
         chunk = args.chunk if dev == "cpu" else max(args.chunk, 65536)
         E_dev = E if dev == "cpu" else E * 10
         for dtype in (torch.float32, torch.float64):
@@ -193,6 +352,10 @@ def main() -> None:
         r = bench_main(16, max(32, E_dev // 50), dev, torch.float32, 0.0, 64, small_trials(16, 2))
         emit({"name": f"N=16 {dev} float32 (trials <= 2 objects)", **r})
 
+    if not {"main", "refs"} <= sections:
+        out.write_text(json.dumps(results, indent=2))
+        print(f"wrote {out} (ratios need both the main and refs sections)")
+        return
     ours_post = bench_posterior_only(E, torch.float64)
     emit({"name": "ours: posterior from scratch, N=9 float64", "episode_steps_per_s": ours_post})
     ours_inc = bench_posterior_incremental(E, torch.float64)

@@ -8,11 +8,11 @@ The one-line analysis::
 """
 
 from . import envs as _envs  # noqa: F401  (registers the gymnasium ids causalplay/<Name>-v<N>)
-from .api import EXACT_LIMIT, infer, infer_batch, make_spec
-from .beliefs import BatchBeliefs, Beliefs
+from .api import EXACT_LIMIT, choose_method, infer, infer_batch, make_spec
+from .beliefs import BatchBeliefs, Beliefs, BeliefsLike
 from .eig import eig_bits, exact_eig
 from .exact import InconsistentEvidenceError, log_posterior, observe
-from .history import History, HistoryBatch, all_trials
+from .history import History, HistoryBatch, all_trials, code_to_set, set_to_code
 from .rules import Rule, Sigmoid, Threshold, conjunctive, disjunctive
 from .spec import HypothesisSpace, WorldSpec
 
@@ -21,6 +21,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # Heavier capabilities load on first use so `import causalplay` stays quick.
+    if name == "SVIBeliefs":
+        from .svi import SVIBeliefs
+
+        return SVIBeliefs
     if name in ("fit", "compare"):
         from . import fitting
 
@@ -37,8 +41,13 @@ __all__ = [
     "infer_batch",
     "make_spec",
     "EXACT_LIMIT",
+    "choose_method",
     "Beliefs",
     "BatchBeliefs",
+    "BeliefsLike",
+    "SVIBeliefs",
+    "set_to_code",
+    "code_to_set",
     "History",
     "HistoryBatch",
     "all_trials",

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .beliefs import BatchBeliefs, Beliefs
-from .exact import log_posterior
-from .history import History, HistoryBatch, parse_trial
-from .rules import Rule, _check_probability, make_rules
+from ._validate import choice, integer
+from ._validate import max_memory as max_memory_arg
+from .beliefs import BatchBeliefs, Beliefs, single_thread
+from .exact import history_log_posterior, log_posterior
+from .history import History, HistoryBatch, is_bool_vector, parse_trial
+from .rules import Rule
 from .spec import HypothesisSpace, WorldSpec
 
-__all__ = ["infer", "infer_batch", "make_spec", "EXACT_LIMIT"]
+if TYPE_CHECKING:
+    from .svi import SVIBeliefs
+
+__all__ = ["infer", "infer_batch", "make_spec", "choose_method", "EXACT_LIMIT"]
 
 #: ``method="auto"`` enumerates when the hypothesis space has at most this many members.
 EXACT_LIMIT = 2**22
@@ -23,37 +29,46 @@ EXACT_LIMIT = 2**22
 def make_spec(n_objects: int, rules: str | Rule | Iterable = ("disjunctive", "conjunctive"),
               rule_prior: Mapping[str, float] | Sequence[float] | None = None,
               blicket_prior: float = 1.0 / 3.0, n_blickets=None, noise: float = 0.0) -> WorldSpec:
-    """Build a :class:`WorldSpec` from :func:`infer`'s keyword arguments (validated, with clear errors)."""
-    _check_probability(noise, "noise")
-    rules_t = make_rules(rules, noise)
-    if rule_prior is None:
-        prior = None
-    elif isinstance(rule_prior, Mapping):
-        names = [r.name for r in rules_t]
-        unknown = [k for k in rule_prior if k not in names]
-        if unknown:
-            raise ValueError(f"rule_prior names unknown rule {unknown[0]!r}; rules are {names}")
-        prior = tuple(float(rule_prior.get(n, 0.0)) for n in names)
-    else:
-        prior = tuple(rule_prior)
-    if n_blickets is not None:
-        if isinstance(n_blickets, Mapping):
-            return WorldSpec(n_objects, rules_t, prior, blicket_prior, tuple(n_blickets.keys()),
-                             tuple(n_blickets.values()))
-        counts = (n_blickets,) if isinstance(n_blickets, (int, np.integer)) and not isinstance(n_blickets, bool) \
-            else n_blickets
-        if isinstance(counts, bool) or not isinstance(counts, Iterable):
-            raise TypeError(f"n_blickets must be an int, an iterable of ints or a dict, got {n_blickets!r}")
-        return WorldSpec(n_objects, rules_t, prior, blicket_prior, tuple(counts))
-    return WorldSpec(n_objects, rules_t, prior, blicket_prior)
+    """Build a :class:`WorldSpec` from :func:`infer`'s keyword arguments; same as :meth:`WorldSpec.from_options`."""
+    return WorldSpec.from_options(n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
 
 
-def _choose_method(method: str, spec: WorldSpec) -> str:
-    if method not in ("auto", "exact", "svi"):
-        raise ValueError(f"method must be 'exact', 'svi' or 'auto', got {method!r}")
+def choose_method(method: str, spec: WorldSpec) -> str:
+    """``"exact"`` or ``"svi"`` for ``spec``: ``"auto"`` enumerates when the *allowed* space (sets with non-zero
+    prior times rules) has at most :data:`EXACT_LIMIT` hypotheses.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, or no engine can answer (a count prior too large to enumerate; SVI needs an
+        independent prior strictly inside (0, 1)).
+    """
+    choice(method, "method", ("auto", "exact", "svi"))
+    H = spec.n_hypotheses()
+    svi_ok = spec.n_blickets is None and 0.0 < spec.blicket_prior < 1.0
     if method == "auto":
-        return "exact" if spec.n_hypotheses() <= EXACT_LIMIT else "svi"
+        if H <= EXACT_LIMIT:
+            return "exact"
+        if not svi_ok:
+            raise ValueError(f"this WorldSpec allows {H:,} hypotheses (more than EXACT_LIMIT = {EXACT_LIMIT:,}) "
+                             "and SVI needs an independent blicket prior (blicket_prior=p, no n_blickets); "
+                             "use fewer objects or allowed counts")
+        return "svi"
+    if method == "svi" and not svi_ok:
+        why = ("a prior over the number of blickets (n_blickets)" if spec.n_blickets is not None
+               else f"blicket_prior={spec.blicket_prior:g}, which fixes the blicket set")
+        raise ValueError(f"SVI needs an independent blicket prior strictly between 0 and 1, got {why}; the "
+                         f"exact engine answers this ({H:,} hypotheses): use method='exact' or 'auto'")
     return method
+
+
+def _n_objects_arg(n_objects) -> int | None:
+    if n_objects is None:
+        return None
+    try:
+        return integer(n_objects, "n_objects", low=1)
+    except TypeError:
+        raise ValueError(f"n_objects must be a positive integer, got {n_objects!r}") from None
 
 
 def infer(history: Iterable = (), n_objects: int | None = None, *,
@@ -61,7 +76,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
           rule_prior: Mapping[str, float] | Sequence[float] | None = None,
           blicket_prior: float = 1.0 / 3.0, n_blickets=None, noise: float = 0.0, method: str = "auto",
           device: str | torch.device | None = None, dtype: torch.dtype = torch.float64,
-          svi_options: Mapping | None = None):
+          svi_options: Mapping | None = None, max_memory=None, threads: int | None = 1) -> Beliefs | SVIBeliefs:
     """An ideal Bayesian learner's beliefs after some Blicket-machine evidence.
 
     Parameters
@@ -80,20 +95,28 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
         Independent prior probability that an object is a blicket.
     n_blickets : int, iterable of int, or dict count -> weight
         Allowed numbers of blickets (uniform over counts, then over sets of that size); overrides
-        ``blicket_prior``.
+        ``blicket_prior``. Only the allowed sets are enumerated (``n_blickets=1`` at N = 25 is 25 sets).
     noise : float
-        Probability that the machine's response is flipped (applies to named rules).
+        Probability that the machine's response is flipped (applies to named rules); tiny values are exact
+        (the engine works with ``log1p(-noise)``).
     method : {"auto", "exact", "svi"}
-        ``"auto"`` enumerates when at most :data:`EXACT_LIMIT` hypotheses, else SVI.
+        ``"auto"`` enumerates when the allowed space has at most :data:`EXACT_LIMIT` hypotheses, else SVI; the
+        result's ``.method`` says which ran.
     device, dtype :
         Where and in what precision the exact engine runs (float64 by default: probabilities to the digit).
     svi_options : dict, optional
         Passed to :func:`causalplay.svi.svi_beliefs` (``num_steps``, ``num_particles``, ``lr``, ``seed``).
+    max_memory : int or str, optional
+        Bound on temporary tensors (bytes, or ``"2GiB"``); default a quarter of available RAM, at most 2 GiB.
+        EIG and posterior computations are chunked to stay within it.
+    threads : int or None
+        Torch threads for this history and the returned Beliefs' methods (1: one history is too small to share
+        out; the caller's setting is restored after each call). None leaves torch's setting alone.
 
     Returns
     -------
-    Beliefs
-        (or :class:`causalplay.svi.SVIBeliefs` when SVI was used).
+    Beliefs or causalplay.svi.SVIBeliefs
+        Both follow :class:`causalplay.beliefs.BeliefsLike`.
 
     Examples
     --------
@@ -101,55 +124,123 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     >>> b.blicket_prob.round(3).tolist()
     [0.333, 1.0, 0.333]
     """
-    hist = History.from_pairs(history, n_objects)
-    spec = make_spec(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
-    if _choose_method(method, spec) == "svi":
+    budget = max_memory_arg(max_memory)
+    svi_kw = _svi_options(svi_options)
+    if threads is not None:
+        threads = integer(threads, "threads", low=1)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    hist = History.from_pairs(history, _n_objects_arg(n_objects))
+    spec = WorldSpec.from_options(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
+    if choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
 
         return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
-                           **dict(svi_options or {}))[0]
+                           **svi_kw)[0]
     space = HypothesisSpace.build(spec, device, dtype)
-    batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
-    return Beliefs(space, log_posterior(space, batch)[0], history=hist)
+    with single_thread(threads):
+        log_w = history_log_posterior(space, hist.trials, hist.lit)
+        if log_w is None:
+            batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
+            log_w = log_posterior(space, batch, max_memory=budget)[0]
+    return Beliefs(space, log_w, history=hist, max_memory=budget, threads=threads)
+
+
+def _svi_options(svi_options) -> dict:
+    if svi_options is None:
+        return {}
+    if not isinstance(svi_options, Mapping):
+        raise TypeError(f"svi_options must be a dict of SVIOptions fields, got {svi_options!r}")
+    return dict(svi_options)
+
+
+def _lit_column(values: np.ndarray, rows, column: str) -> np.ndarray:
+    if values.dtype == np.bool_:
+        return values
+    out = np.zeros(len(values), dtype=bool)
+    for j, v in enumerate(values):
+        v = v.item() if isinstance(v, np.generic) else v
+        if isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)):
+            out[j] = bool(v)
+        elif isinstance(v, float) and v in (0.0, 1.0):
+            out[j] = bool(v)
+        else:
+            raise ValueError(f"row {rows[j]!r}: {column!r} must be True/False (or 1/0), got {v!r}")
+    return out
 
 
 def _histories_from_frame(df: pd.DataFrame, n_objects: int | None, episode: str, objects: str, lit: str,
-                          order: str | None) -> tuple[list, list[History]]:
+                          order: str | None, dtype: torch.dtype, device) -> tuple[list, HistoryBatch]:
     for col in (episode, objects, lit):
         if col not in df.columns:
             raise ValueError(f"DataFrame has no column {col!r}; columns are {list(df.columns)}")
+    if len(df) == 0:
+        raise ValueError("the DataFrame has no rows")
+    ep = df[episode]
+    missing = ep.isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"column {episode!r} has a missing label (NaN/None) in row {df.index[missing][0]!r}; "
+                         "every observation needs an episode")
+    codes, keys = pd.factorize(ep, sort=False)  # episodes in order of first appearance
     if order is not None and order in df.columns:
-        df = df.sort_values([episode, order], kind="stable")
-    parsed = [parse_trial(o, n_objects, where=f"row {i} ({objects!r})") for i, o in zip(df.index, df[objects],
-                                                                                        strict=True)]
-    n = n_objects or max((len(v) for v in parsed), default=0)
+        o = df[order]
+        if o.isna().any():
+            raise ValueError(f"column {order!r} has a missing value in row {df.index[o.isna().to_numpy()][0]!r}")
+        rank = pd.factorize(o, sort=True)[0] if not pd.api.types.is_numeric_dtype(o) else o.to_numpy()
+        perm = np.lexsort((np.arange(len(df)), rank, codes))
+    else:
+        perm = np.argsort(codes, kind="stable")
+    parsed = [parse_trial(o, n_objects, where=f"row {i!r} ({objects!r})") for i, o in zip(df.index, df[objects],
+                                                                                          strict=True)]
+    n = n_objects or max(len(v) for v in parsed)
     if n == 0:
-        raise ValueError("cannot infer n_objects from the DataFrame; pass n_objects")
-    keys, histories = [], []
-    ep = df[episode].to_numpy()
-    lit_col = df[lit].to_numpy()
-    for key in pd.unique(ep):
-        rows = np.flatnonzero(ep == key)
-        pairs = [(np.pad(parsed[r], (0, n - len(parsed[r]))), lit_col[r]) for r in rows]
-        keys.append(key)
-        histories.append(History.from_pairs(pairs, n))
-    return keys, histories
+        raise ValueError("cannot infer n_objects from the DataFrame (no objects in any row); pass n_objects")
+    trials = np.zeros((len(df), n), dtype=bool)
+    for j, (i, raw, v) in enumerate(zip(df.index, df[objects], parsed, strict=True)):
+        if len(v) != n and is_bool_vector(raw):
+            raise ValueError(f"row {i!r} ({objects!r}): 0/1 vector has length {len(v)} but other rows have "
+                             f"{n} objects; vectors must all have length n_objects (pass n_objects={n} to check)")
+        trials[j, : len(v)] = v
+    lit_v = _lit_column(df[lit].to_numpy(), df.index, lit)
+    codes, trials, lit_v = codes[perm], trials[perm], lit_v[perm]
+    B = len(keys)
+    counts = np.bincount(codes, minlength=B)
+    pos = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
+    T = int(counts.max())
+    tr = np.zeros((B, T, n), dtype=bool)
+    lt = np.zeros((B, T), dtype=bool)
+    mk = np.zeros((B, T), dtype=bool)
+    tr[codes, pos], lt[codes, pos], mk[codes, pos] = trials, lit_v, True
+    batch = HistoryBatch(torch.as_tensor(tr, device=device).to(dtype), torch.as_tensor(lt, device=device).to(dtype),
+                         torch.as_tensor(mk, device=device))
+    return [k.item() if isinstance(k, np.generic) else k for k in keys], batch
+
+
+def _nonempty(histories: list) -> list:
+    out = [h for h in histories if not (isinstance(h, Sequence) and len(h) == 0)]
+    if not out:
+        raise ValueError("cannot infer n_objects from histories with no observations; pass n_objects")
+    return out
 
 
 def infer_batch(histories, n_objects: int | None = None, *, episode: str = "episode", objects: str = "objects",
                 lit: str = "lit", order: str | None = "trial", rules=("disjunctive", "conjunctive"),
                 rule_prior=None, blicket_prior: float = 1.0 / 3.0, n_blickets=None, noise: float = 0.0,
-                device=None, dtype: torch.dtype = torch.float64) -> BatchBeliefs:
+                device=None, dtype: torch.dtype = torch.float64, max_memory=None,
+                threads: int | None | str = "auto") -> BatchBeliefs:
     """Exact beliefs for many episodes at once, on ``device``.
 
     Parameters
     ----------
     histories : DataFrame, list of histories, or HistoryBatch
-        A DataFrame has one row per observation with columns ``episode`` (any hashable), ``objects`` (index
-        list or boolean vector), ``lit`` and optionally ``trial`` (order within the episode). A list holds one
-        history per episode (each a list of ``(objects, lit)`` pairs or a :class:`History`).
-    n_objects, rules, rule_prior, blicket_prior, n_blickets, noise, device, dtype :
-        As in :func:`infer`.
+        A DataFrame has one row per observation with columns ``episode`` (any hashable, no missing values),
+        ``objects`` (index list or boolean vector), ``lit`` and optionally ``trial`` (order within the episode).
+        A list holds one history per episode (each a list of ``(objects, lit)`` pairs or a :class:`History`).
+    n_objects, rules, rule_prior, blicket_prior, n_blickets, noise, device, dtype, max_memory :
+        As in :func:`infer`. Episodes are processed in chunks sized by ``max_memory``.
+    threads : int, None or "auto"
+        Torch threads while computing the posterior (restored afterwards); ``"auto"`` is one thread for large
+        worlds (N > 10, many cache-sized chunks) and torch's setting otherwise; None is torch's setting.
 
     Returns
     -------
@@ -157,19 +248,38 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
         ``.blicket_probs [B, N]``, ``.rule_probs [B, R]``, ``.eig_all(...)``, ``.to_frame()``; episodes in order
         of first appearance.
     """
+    budget = max_memory_arg(max_memory)
+    n_objects = _n_objects_arg(n_objects)
+    if threads not in (None, "auto"):
+        threads = integer(threads, "threads", low=1)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    keys, batch = None, None
     if isinstance(histories, pd.DataFrame):
-        keys, hs = _histories_from_frame(histories, n_objects, episode, objects, lit, order)
-        batch = None
+        keys, batch = _histories_from_frame(histories, n_objects, episode, objects, lit, order, dtype, None)
     elif isinstance(histories, HistoryBatch):
-        keys, hs, batch = None, None, histories
+        batch = histories
+        if n_objects is not None and n_objects != batch.n_objects:
+            raise ValueError(f"n_objects={n_objects} but the HistoryBatch has {batch.n_objects} objects")
     else:
-        hs = [History.from_pairs(h, n_objects) for h in histories]
-        keys, batch = None, None
-        if not hs:
+        if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
+            raise TypeError(f"histories must be a DataFrame, a HistoryBatch or a list of histories, got "
+                            f"{type(histories).__name__}")
+        histories = list(histories)
+        if not histories:
             raise ValueError("histories is empty")
-    n = batch.n_objects if batch is not None else (n_objects or max(h.n_objects for h in hs))
-    spec = make_spec(n, rules, rule_prior, blicket_prior, n_blickets, noise)
+        n = n_objects
+        if n is None:  # size first, then parse every history at that size: 0/1 vectors must all match it
+            n = max(History.from_pairs(h).n_objects for h in _nonempty(histories))
+        hs = []
+        for e, h in enumerate(histories):
+            try:
+                hs.append(History.from_pairs(h, n))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"histories[{e}]: {err}") from None
+        batch = HistoryBatch.from_histories(hs, n, dtype=dtype)
+    spec = WorldSpec.from_options(batch.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
+    choose_method("exact", spec)
     space = HypothesisSpace.build(spec, device, dtype)
-    if batch is None:
-        batch = HistoryBatch.from_histories(hs, n, dtype=dtype, device=space.device)
-    return BatchBeliefs(space, log_posterior(space, batch), keys)
+    log_w = log_posterior(space, batch, max_memory=budget, threads=threads)
+    return BatchBeliefs(space, log_w, keys, max_memory=budget)

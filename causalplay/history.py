@@ -18,10 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["History", "HistoryBatch", "parse_trial", "parse_trials", "all_trials"]
+from ._validate import code_to_set, codes_to_vectors, set_to_code, vectors_to_codes
+
+__all__ = ["History", "HistoryBatch", "parse_trial", "parse_trials", "all_trials", "is_bool_vector",
+           "set_to_code", "code_to_set", "vectors_to_codes", "codes_to_vectors"]
 
 
-def _is_bool_vector(objects) -> bool:
+def is_bool_vector(objects) -> bool:
+    """True when ``objects`` is a boolean 0/1 vector (not an index list)."""
     if isinstance(objects, np.ndarray):
         return objects.dtype == np.bool_
     if isinstance(objects, torch.Tensor):
@@ -36,7 +40,7 @@ def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") 
 
     ``n_objects=None`` sizes the vector from the trial itself (vector length, or max index + 1).
     """
-    if _is_bool_vector(objects):
+    if is_bool_vector(objects):
         vec = np.asarray(objects.cpu() if isinstance(objects, torch.Tensor) else objects, dtype=bool)
         if vec.ndim != 1:
             raise ValueError(f"{where}: a 0/1 vector must be one-dimensional, got shape {vec.shape}")
@@ -97,7 +101,7 @@ def parse_trials(trials, n_objects: int) -> np.ndarray:
 def all_trials(n_objects: int, include_empty: bool = False) -> np.ndarray:
     """All ``2**N - 1`` non-empty trials (or ``2**N`` with the empty one) as ``bool [D, N]``, by integer code."""
     codes = np.arange(0 if include_empty else 1, 2**n_objects, dtype=np.int64)
-    return ((codes[:, None] >> np.arange(n_objects)) & 1).astype(bool)
+    return codes_to_vectors(codes, n_objects)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,16 @@ sets sorted by their integer code ``sum_i x_i 2^i``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 
+import numpy as np
 import pyro.distributions as pdist
 import torch
 from torch.distributions import constraints
+
+from ._validate import codes_to_vectors, vectors_to_codes
 
 __all__ = ["BlicketSetPrior", "all_subsets", "subset_codes"]
 
@@ -40,9 +44,34 @@ def all_subsets(n_objects: int, dtype: torch.dtype = torch.float64, device=None)
 
 
 def subset_codes(x: torch.Tensor) -> torch.Tensor:
-    """Integer code ``sum_i x_i 2^i`` of 0/1 vectors ``x[..., N]`` (int64)."""
-    n = x.shape[-1]
-    return (x.to(torch.int64) << torch.arange(n, device=x.device)).sum(-1)
+    """Integer code ``sum_i x_i 2^i`` of 0/1 vectors ``x[..., N]`` (int64); see :mod:`causalplay._validate`."""
+    return vectors_to_codes(x)
+
+
+def codes_of_size(n_objects: int, sizes) -> np.ndarray:
+    """Sorted int64 codes of every subset of ``n_objects`` objects whose size is in ``sizes``.
+
+    Costs what it returns, not ``2**N``: sparse size sets (a count prior of 1 at N = 25 is 25 sets) are built
+    from combinations; dense ones by filtering ``arange(2**N)`` by popcount.
+    """
+    sizes = sorted({int(c) for c in sizes if 0 <= int(c) <= n_objects})
+    total = sum(math.comb(n_objects, c) for c in sizes)
+    if n_objects <= 26 and total * 8 >= 2**n_objects:
+        codes = np.arange(2**n_objects, dtype=np.int64)
+        pop = np.zeros_like(codes)
+        for i in range(n_objects):
+            pop += (codes >> i) & 1
+        return codes[np.isin(pop, sizes)]
+    if n_objects > 62:
+        raise ValueError(f"blicket sets are coded as 64-bit integers: at most 62 objects, got {n_objects}")
+    out = np.empty(total, dtype=np.int64)
+    j = 0
+    for c in sizes:
+        for combo in itertools.combinations(range(n_objects), c):
+            out[j] = sum(1 << i for i in combo)
+            j += 1
+    out.sort()
+    return out
 
 
 class BlicketSetPrior(pdist.TorchDistribution):
@@ -104,10 +133,20 @@ class BlicketSetPrior(pdist.TorchDistribution):
         # Pyro checks that log_prob covers every plate: broadcast the (size-only) result to the batch shape.
         return lp.expand(torch.broadcast_shapes(lp.shape, self.batch_shape))
 
+    def support_codes(self) -> np.ndarray:
+        """Sorted int64 codes of every set of non-zero prior probability, built without enumerating ``2**N``
+        when the prior allows few sets (counts, or ``p`` in {0, 1})."""
+        n = self.n_objects
+        if self.p is not None:
+            if self.p == 0.0:
+                return np.zeros(1, dtype=np.int64)
+            if self.p == 1.0:
+                return np.array([2**n - 1], dtype=np.int64)
+            return codes_of_size(n, range(n + 1))
+        return codes_of_size(n, self.counts.keys())
+
     def enumerate_support(self, expand: bool = True) -> torch.Tensor:
-        sets = all_subsets(self.n_objects, dtype=torch.get_default_dtype())
-        keep = torch.isfinite(self.log_prob_of_size(sets.sum(-1)))
-        sets = sets[keep]
+        sets = codes_to_vectors(torch.from_numpy(self.support_codes()), self.n_objects).to(torch.get_default_dtype())
         sets = sets.reshape((sets.shape[0],) + (1,) * len(self.batch_shape) + (self.n_objects,))
         if expand:
             sets = sets.expand((sets.shape[0],) + self.batch_shape + (self.n_objects,))

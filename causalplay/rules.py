@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ._validate import integer, probability, real
+
 __all__ = [
     "Rule",
     "Threshold",
@@ -53,11 +55,8 @@ def sigmoid_response(k: torch.Tensor, gain, bias) -> torch.Tensor:
 
 
 def _check_probability(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return float(value)
+    """Kept for callers outside the engine; see :func:`causalplay._validate.probability`."""
+    return probability(value, name)
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Rule:
     noise: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_probability(self.noise, "noise")
+        object.__setattr__(self, "noise", probability(self.noise, "noise"))
 
     @property
     def name(self) -> str:  # pragma: no cover - every subclass overrides
@@ -90,6 +89,27 @@ class Rule:
         """``P(lit | k)`` for ``k = 0..n_objects`` as a tensor of shape ``[n_objects + 1]``."""
         return self.p_lit(torch.arange(n_objects + 1, dtype=dtype, device=device))
 
+    def log_base(self, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(log f(k), log(1 - f(k)))`` of the noiseless response; subclasses override for accuracy."""
+        f = self.base(k)
+        return torch.log(f), torch.log1p(-f)
+
+    def log_table(self, n_objects: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
+        """``[2, n_objects + 1]``: ``log P(unlit | k)`` and ``log P(lit | k)``, exact for tiny noise.
+
+        ``1 - noise`` is never formed: with ``noise = 1e-17`` it would round to 1 and ``log P(lit | k)`` of an
+        "off" count would become ``log 0``. Instead ``log P(lit) = logaddexp(log1p(-noise) + log f,
+        log(noise) + log(1 - f))``.
+        """
+        k = torch.arange(n_objects + 1, dtype=dtype, device=device)
+        log_f, log_g = self.log_base(k)
+        if self.noise == 0.0:
+            return torch.stack([log_g, log_f])
+        keep = math.log1p(-self.noise)
+        flip = math.log(self.noise)
+        return torch.stack([torch.logaddexp(keep + log_g, flip + log_f),
+                            torch.logaddexp(keep + log_f, flip + log_g)])
+
     @property
     def deterministic(self) -> bool:
         """True when ``P(lit | k)`` is always 0 or 1 (no noise, hard threshold)."""
@@ -104,8 +124,11 @@ class Threshold(Rule):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.m, bool) or not isinstance(self.m, int) or self.m < 1:
-            raise ValueError(f"threshold m must be an integer >= 1, got {self.m!r}")
+        try:
+            m = integer(self.m, "threshold m", low=1)
+        except TypeError as e:  # historically a ValueError; keep one exception type for a bad m
+            raise ValueError(str(e)) from None
+        object.__setattr__(self, "m", m)
 
     @property
     def name(self) -> str:
@@ -129,11 +152,15 @@ class Sigmoid(Rule):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for label, v in (("gain", self.gain), ("bias", self.bias)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"sigmoid {label} must be a finite number, got {v!r}")
-        if self.gain <= 0:
+        try:
+            gain = real(self.gain, "sigmoid gain")
+            bias = real(self.bias, "sigmoid bias")
+        except TypeError as e:  # historically a ValueError
+            raise ValueError(str(e)) from None
+        if gain <= 0:
             raise ValueError(f"sigmoid gain must be > 0, got {self.gain!r}")
+        object.__setattr__(self, "gain", gain)
+        object.__setattr__(self, "bias", bias)
 
     @property
     def name(self) -> str:
@@ -141,6 +168,10 @@ class Sigmoid(Rule):
 
     def base(self, k: torch.Tensor) -> torch.Tensor:
         return sigmoid_response(k, self.gain, self.bias)
+
+    def log_base(self, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.gain * (k - self.bias)
+        return torch.nn.functional.logsigmoid(x), torch.nn.functional.logsigmoid(-x)
 
 
 def disjunctive(noise: float = 0.0) -> Threshold:

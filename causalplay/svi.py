@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -28,9 +29,9 @@ from pyro.infer import SVI, Trace_ELBO, TraceEnum_ELBO
 from pyro.optim import ClippedAdam
 from tqdm.auto import tqdm
 
+from ._validate import integer, real
 from .eig import binary_entropy_bits, check_target
-from .history import HistoryBatch, all_trials, parse_trial, parse_trials
-from .rules import _check_probability
+from .history import History, HistoryBatch, all_trials, parse_trial, parse_trials
 from .spec import WorldSpec
 
 __all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs"]
@@ -46,6 +47,16 @@ class SVIOptions:
     seed: int = 0
     noise_floor: float = 1e-3
     progress: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_steps", integer(self.num_steps, "num_steps", low=1))
+        object.__setattr__(self, "num_particles", integer(self.num_particles, "num_particles", low=1))
+        object.__setattr__(self, "lr", real(self.lr, "lr", low=0.0, low_open=True))
+        object.__setattr__(self, "seed", integer(self.seed, "seed", low=0))
+        object.__setattr__(self, "noise_floor", real(self.noise_floor, "noise_floor", low=0.0, high=0.5,
+                                                      low_open=True))
+        if not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True or False, got {self.progress!r}")
 
 
 @dataclass
@@ -145,14 +156,32 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
         Use :func:`causalplay.models.sigmoid.sigmoid_model` instead (no ``spec``).
     options : SVIOptions
     """
+    if (spec is None) == (sigmoid_prior is None):
+        raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
+    if not isinstance(options, SVIOptions):
+        raise TypeError(f"options must be an SVIOptions, got {type(options).__name__}")
+    if spec is not None and spec.n_blickets is None and spec.blicket_prior in (0.0, 1.0):
+        raise ValueError(f"blicket_prior={spec.blicket_prior:g} fixes the blicket set, which leaves SVI nothing to "
+                         "fit (and its score-function gradients undefined); the exact engine answers this in one "
+                         "pass: causalplay.infer(..., method='exact')")
+    if batch.batch_size == 0:
+        raise ValueError("the HistoryBatch has no episodes")
+    # Seeded, but the caller's RNG streams and Pyro param store are left as they were.
+    rng_state = (random.getstate(), np.random.get_state(), torch.get_rng_state())  # noqa: NPY002
+    try:
+        with pyro.get_param_store().scope():
+            pyro.set_rng_seed(options.seed)
+            return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options)
+    finally:
+        random.setstate(rng_state[0])
+        np.random.set_state(rng_state[1])  # noqa: NPY002
+        torch.set_rng_state(rng_state[2])
+
+
+def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
     from .models.blicket_objects import blicket_objects_model
     from .models.sigmoid import sigmoid_model
 
-    if (spec is None) == (sigmoid_prior is None):
-        raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
-    _check_probability(options.noise_floor, "noise_floor")
-    pyro.set_rng_seed(options.seed)
-    pyro.clear_param_store()
     trials, lit, mask = batch.trials, batch.lit, batch.mask
     B, _, N = trials.shape
     dtype, device = trials.dtype, trials.device
@@ -183,7 +212,11 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     t0 = time.perf_counter()
     steps = range(options.num_steps)
     for _ in tqdm(steps, desc="SVI", disable=not options.progress):
-        losses.append(float(svi.step(trials, lit, mask)))
+        loss = float(svi.step(trials, lit, mask))
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"SVI loss became {loss} at step {len(losses)}; the evidence may be impossible "
+                                     f"under the model, or lr={options.lr:g} too large")
+        losses.append(loss)
     store = pyro.get_param_store()
     rule_probs = (torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0
                   else np.zeros((B, 0)))
@@ -194,15 +227,21 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
 
 
 class SVIBeliefs:
-    """Approximate beliefs from SVI, with the :class:`causalplay.Beliefs` views that make sense for them.
+    """Approximate beliefs from SVI, with the :class:`causalplay.Beliefs` views that make sense for them
+    (both follow :class:`causalplay.beliefs.BeliefsLike`; ``method`` is ``"svi"``).
 
     ``predict`` and ``eig`` are Monte Carlo estimates from ``n_samples`` draws of the guide (plug-in EIG of the
-    joint hypothesis), so they carry sampling error of order ``1/sqrt(n_samples)``.
+    joint hypothesis), so they carry sampling error of order ``1/sqrt(n_samples)``. ``entropy`` is the guide's
+    entropy in closed form; ``update`` refits SVI on the longer history with the same options.
     """
 
-    def __init__(self, spec: WorldSpec, result: SVIResult, index: int = 0, n_samples: int = 4096, seed: int = 0):
+    method = "svi"
+
+    def __init__(self, spec: WorldSpec, result: SVIResult, index: int = 0, n_samples: int = 4096, seed: int = 0,
+                 history: History | None = None, options: SVIOptions | None = None):
         self.spec, self.result, self.index = spec, result, index
-        self.n_samples, self.seed = n_samples, seed
+        self.n_samples, self.seed = integer(n_samples, "n_samples", low=1), seed
+        self.history, self.options = history, options
 
     @property
     def n_objects(self) -> int:
@@ -216,11 +255,37 @@ class SVIBeliefs:
     def rule_prob(self) -> dict[str, float]:
         return dict(zip(self.result.rule_names, self.result.rule_probs[self.index].tolist(), strict=True))
 
+    @property
+    def entropy(self) -> float:
+        """Entropy of the guide over (blicket set, rule), bits: ``H(q(rule)) + sum_r q(r) sum_i H_b(q_ri)``."""
+        rp = torch.as_tensor(self.result.rule_probs[self.index], dtype=torch.float64)
+        q = torch.sigmoid(torch.as_tensor(self.result.blicket_logits[self.index], dtype=torch.float64))  # [R, N]
+        per_rule = binary_entropy_bits(q).sum(-1)
+        if rp.numel() == 0:
+            return float(per_rule[0])
+        h_rule = -(rp * torch.log2(rp.clamp_min(1e-300))).sum()
+        return float(h_rule + (rp * per_rule).sum())
+
     def map(self) -> tuple[tuple[int, ...], str]:
         """Most probable rule under q, and the objects with q(blicket | that rule) > 0.5."""
         r = int(np.argmax(self.result.rule_probs[self.index]))
         members = np.flatnonzero(self.result.blicket_logits[self.index, r] > 0)
         return tuple(members.tolist()), self.result.rule_names[r]
+
+    def hypotheses(self, top: int | None = None) -> pd.DataFrame:
+        """Not available: SVI does not enumerate hypotheses (use :meth:`map`, ``blicket_prob``, ``rule_prob``)."""
+        raise NotImplementedError("SVI beliefs do not enumerate hypotheses; use .map(), .blicket_prob and "
+                                  ".rule_prob, or method='exact' when the space is small enough")
+
+    def update(self, objects, lit) -> SVIBeliefs:
+        """Beliefs after one more observation: SVI refitted on the longer history with the same options."""
+        if self.history is None:
+            raise ValueError("these SVIBeliefs do not know their history (built by svi_fit directly); use "
+                             "causalplay.infer(..., method='svi') to get updatable beliefs")
+        hist = self.history.append(objects, lit)
+        opts = self.options or SVIOptions()
+        return svi_beliefs(self.spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
+                           **dataclasses.asdict(opts))[0]
 
     def _samples(self) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(self.seed)
@@ -243,11 +308,17 @@ class SVIBeliefs:
     def eig(self, trials=None, target: str = "joint") -> np.ndarray:
         if check_target(target) != "joint":
             raise ValueError("SVI beliefs estimate only target='joint' EIG; use the exact engine for others")
+        if trials is None and self.n_objects > 16:
+            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
+                             "candidate trials")
         cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
         P = self._lit_probs(cand)
         return (binary_entropy_bits(P.mean(0)) - binary_entropy_bits(P).mean(0)).clamp_min(0).numpy()
 
     def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:
+        if trials is None and self.n_objects > 16:
+            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
+                             "candidate trials")
         cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
         return tuple(np.flatnonzero(cand[int(np.argmax(self.eig(cand, target)))]).tolist())
 
@@ -258,7 +329,7 @@ class SVIBeliefs:
 
     def __repr__(self) -> str:
         bp = np.array2string(self.blicket_prob, precision=3, suppress_small=True)
-        return f"SVIBeliefs(blicket_prob={bp}, rule_prob={self.rule_prob})"
+        return f"SVIBeliefs(blicket_prob={bp}, rule_prob={self.rule_prob}, method='svi')"
 
 
 def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, **options) -> list[SVIBeliefs]:
@@ -266,5 +337,11 @@ def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, **options) -> list[SVIBeli
     unknown = set(options) - {f.name for f in dataclasses.fields(SVIOptions)}
     if unknown:
         raise TypeError(f"unknown SVI option(s) {sorted(unknown)}; expected fields of SVIOptions")
-    result = svi_fit(batch, spec=spec, options=SVIOptions(**options))
-    return [SVIBeliefs(spec, result, i) for i in range(batch.batch_size)]
+    opts = SVIOptions(**options)
+    result = svi_fit(batch, spec=spec, options=opts)
+    out = []
+    for i in range(batch.batch_size):
+        n = int(batch.mask[i].sum())
+        hist = History(batch.trials[i, :n].bool().cpu().numpy(), batch.lit[i, :n].bool().cpu().numpy())
+        out.append(SVIBeliefs(spec, result, i, history=hist, options=opts))
+    return out

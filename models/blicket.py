@@ -36,7 +36,7 @@ import pyro.distributions as dist
 import torch
 
 from causalplay.exact import log_posterior
-from causalplay.history import History, HistoryBatch
+from causalplay.history import History, HistoryBatch, vectors_to_codes
 from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["blicket_model", "BlicketWorld"]
@@ -97,9 +97,9 @@ class _HypothesisSets(dist.TorchDistribution):
 
     def log_prob(self, value):
         n = self.sets.shape[-1]
-        code = (value.long() << torch.arange(n, device=value.device)).sum(-1)
+        code = vectors_to_codes(value)
         table = torch.full((2**n,), -1, dtype=torch.long, device=value.device)
-        table[(self.sets.long() << torch.arange(n, device=value.device)).sum(-1)] = torch.arange(
+        table[vectors_to_codes(self.sets)] = torch.arange(
             self.sets.shape[0], device=value.device)
         idx = table[code]
         lp = self._cat.log_prob(idx.clamp_min(0))

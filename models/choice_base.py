@@ -33,10 +33,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from causalplay.api import make_spec
 from causalplay.eig import eig_bits
 from causalplay.exact import log_likelihood
-from causalplay.spec import HypothesisSpace
+from causalplay.history import codes_to_vectors, set_to_code
+from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "Features", "LearnerConfig", "build_features", "step_features",
            "get_model", "available_models", "STOP_PARAMS", "JUDGE_PARAMS"]
@@ -90,7 +90,7 @@ class LearnerConfig:
         if not 0.0 < self.blicket_prior < 1.0:
             raise ValueError(f"learner blicket_prior must be in (0, 1) so every set is possible, "
                              f"got {self.blicket_prior!r}")
-        spec = make_spec(n_objects, ("disjunctive", "conjunctive"), blicket_prior=self.blicket_prior,
+        spec = WorldSpec.from_options(n_objects, ("disjunctive", "conjunctive"), blicket_prior=self.blicket_prior,
                          noise=self.noise)
         return HypothesisSpace.build(spec)
 
@@ -143,12 +143,11 @@ class Features:
 
 
 def _codes_to_sets(n_objects: int) -> torch.Tensor:
-    codes = torch.arange(2**n_objects)
-    return ((codes[:, None] >> torch.arange(n_objects)) & 1).to(torch.float64)
+    return codes_to_vectors(torch.arange(2**n_objects), n_objects).to(torch.float64)
 
 
 def _code(objs) -> int:
-    return int(sum(1 << int(i) for i in objs))
+    return set_to_code(objs)
 
 
 def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:

@@ -28,7 +28,7 @@ def test_malformed_history(history, n, exc, match):
     (dict(rule_prior={"disjunctive": 1, "sometimes": 1}), "rule_prior names unknown rule 'sometimes'"),
     (dict(rule_prior={"disjunctive": -1}), r"rule_prior\['disjunctive'\] must be a finite weight >= 0"),
     (dict(n_blickets=5), r"count 5 is not an integer in \[0, n_objects=3\]"),
-    (dict(method="magic"), "method must be 'exact', 'svi' or 'auto', got 'magic'"),
+    (dict(method="magic"), "method must be one of 'auto', 'exact', 'svi', got 'magic'"),
 ])
 def test_bad_options(kw, match):
     with pytest.raises(ValueError, match=match):

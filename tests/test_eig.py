@@ -69,3 +69,54 @@ def test_exact_eig_vs_pyro_nmc_eig():
     torch.manual_seed(0)
     nmc = nmc_eig(world, design, ["lit"], ["blickets", "rule"], N=4000, M=400)
     np.testing.assert_allclose(nmc.numpy(), exact_nats.numpy(), atol=0.05)
+
+
+def test_transform_matches_matmul_at_n11_and_brute_at_n4():
+    """The ranked subset-sum transform (auto for N >= 11) against the [H, D] predictive-table matmul."""
+    from causalplay.eig import count_distribution, eig_bits
+    from causalplay.spec import HypothesisSpace, WorldSpec
+
+    space = HypothesisSpace.build(WorldSpec.from_options(11, noise=0.05, blicket_prior=0.3))
+    rng = np.random.default_rng(0)
+    h = [(np.flatnonzero(rng.random(11) < 0.3).tolist(), bool(rng.random() < 0.5)) for _ in range(6)]
+    b = causalplay.infer(h, 11, noise=0.05, blicket_prior=0.3)
+    cand = torch.as_tensor(all_trials(11)).double()
+    for target in ("joint", "rule"):
+        mm = eig_bits(space, b.log_w[None], cand, target, method="matmul")
+        tr = eig_bits(space, b.log_w[None], None, target, method="transform")
+        torch.testing.assert_close(tr, mm, atol=1e-12, rtol=0)
+    # the count distribution itself, by hand on N = 4: F[d, j] = sum of w(s) over s with |s & d| = j
+    small = HypothesisSpace.build(WorldSpec.from_options(4, rules="disjunctive", blicket_prior=0.5))
+    w = torch.softmax(torch.as_tensor(rng.standard_normal((1, 16))), -1)
+    F = count_distribution(small, w)[0, 0]
+    for d in range(16):
+        for j in range(5):
+            want = sum(float(w[0, s]) for s in range(16) if bin(s & d).count("1") == j)
+            assert F[d, j].item() == pytest.approx(want, abs=1e-15)
+
+
+def test_memory_budget_chunks_give_identical_answers():
+    """A tiny max_memory forces candidate and episode chunks; the numbers must not change."""
+    rng = np.random.default_rng(1)
+    hs = [[(np.flatnonzero(rng.random(8) < 0.4).tolist(), bool(rng.random() < 0.5)) for _ in range(4)]
+          for _ in range(20)]
+    big = causalplay.infer_batch(hs, 8, noise=0.1)
+    small = causalplay.infer_batch(hs, 8, noise=0.1, max_memory=200_000)
+    np.testing.assert_array_equal(small.blicket_probs, big.blicket_probs)
+    for target in ("joint", "blickets", "rule"):
+        np.testing.assert_allclose(small.eig_all(target=target), big.eig_all(target=target), atol=1e-14, rtol=0)
+
+
+def test_single_history_eig_at_n16_is_bounded():
+    """All 65,535 trials of an N = 16 history: the transform needs ~10 MB, not a 34 GB [H, D] table. Checked
+    against the matmul path on a sample of trials."""
+    b = causalplay.infer([([0, 1], True), ([2], False)], 16, noise=0.05, max_memory="256MiB")
+    e = b.eig()
+    assert e.shape == (2**16 - 1,)
+    codes = np.array([1, 2, 3, 4, 7, 255, 4096, 65535])
+    some = b.eig(causalplay.history.codes_to_vectors(codes, 16))
+    np.testing.assert_allclose(e[codes - 1], some, atol=1e-12)
+    best = b.best_trial()
+    assert b.eig([list(best)])[0] == pytest.approx(e.max(), abs=1e-12)
+    sizes = all_trials(16).sum(1)
+    assert len(best) == sizes[np.round(e, 12) == np.round(e.max(), 12)].min()

@@ -160,15 +160,30 @@ def test_table_and_gather_paths_agree(monkeypatch):
     rng = np.random.default_rng(5)
     hs = [History.from_pairs(random_history(rng, 7, t, 0.1), 7) for t in (0, 2, 5)]
     hb = HistoryBatch.from_histories(hs, 7)
-    space = causalplay.HypothesisSpace.build(make_spec(7, RULES, blicket_prior=0.3, noise=0.1))
-    ex._trial_rows.cache_clear()
-    table = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
-    monkeypatch.setattr(ex, "TRIAL_TABLE_LIMIT", 0)
-    ex._trial_rows.cache_clear()
-    gather = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
-    ex._trial_rows.cache_clear()
-    assert ex._trial_rows.cache_info().currsize == 0
-    torch.testing.assert_close(table, gather, atol=1e-12, rtol=0)
+    rules = RULES + ("threshold3", "threshold9", causalplay.Sigmoid(gain=2.0, bias=1.3))
+    for noise in (0.0, 0.1):
+        space = causalplay.HypothesisSpace.build(make_spec(7, rules, blicket_prior=0.3, noise=noise))
+        monkeypatch.setattr(ex, "TRIAL_TABLE_LIMIT", 2**21)
+        ex._trial_rows.cache_clear()
+        table = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
+        monkeypatch.setattr(ex, "TRIAL_TABLE_LIMIT", 0)
+        ex._trial_rows.cache_clear()
+        gather = ex.log_likelihood(space, hb.trials, hb.lit, hb.mask)
+        ex._trial_rows.cache_clear()
+        assert ex._trial_rows.cache_info().currsize == 0
+        torch.testing.assert_close(table, gather, atol=1e-12, rtol=0)
+        # and both against brute force on the first two rules' columns
+        S = space.n_sets
+        for b, h in enumerate(hs):
+            post = brute.posterior(h.pairs(), 7, RULES, p=0.3, noise=noise)
+            if any(v != v for v in post.values()):
+                continue
+            ll = table[b, : 2 * S]
+            got = torch.softmax(ll + space.log_prior[: 2 * S], 0)
+            if not torch.isfinite(got).all():
+                continue
+            want = [post[(tuple(int(x) for x in space.sets[s].tolist()), r)] for r in RULES for s in range(S)]
+            np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
 
 
 def test_sigmoid_rule_closed_form():
