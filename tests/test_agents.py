@@ -226,7 +226,8 @@ def test_map_side_belief():
     np.testing.assert_allclose(map_side_belief(m, g, eps=0.01).numpy(), [[0.51, 0.49, 0.51, 0.9]])
 
 
-@pytest.mark.parametrize("name", [n for n in AGENTS if n != "notears"])
+# llm needs an endpoint: tests/test_llm.py plays it on these envs against the local stub server
+@pytest.mark.parametrize("name", [n for n in AGENTS if n not in ("notears", "llm")])
 @pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v0"])
 def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)
@@ -300,5 +301,7 @@ def test_agent_specs_with_options():
         parse_agent_spec("plannr:depth=2")
     with pytest.raises(ValueError, match="must look like key=value"):
         parse_agent_spec("planner:depth")
-    with pytest.raises(ValueError, match="is not a Python literal"):
-        parse_agent_spec("planner:depth=two")
+    # a bare string is a string (the agent then says what it expected)
+    assert parse_agent_spec("planner:depth=two") == ("planner", {"depth": "two"})
+    with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
+        make_agent("planner:depth=two")
