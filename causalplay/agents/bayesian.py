@@ -63,9 +63,14 @@ class EIGAgent(MemoryAgent):
         """The marginals the beliefs stay close to (this agent's own posterior marginals)."""
         return self.post.marginals()
 
+    #: EIGs within this many bits of the best count as tied (float32 rounding of the same value differs by an
+    #: ulp with the batch's size and make-up, so without it a tie could go to another trial in another batch).
+    TIE_BITS = 1e-5
+
     def choose(self, active: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         eig = eig_bits(self.post.space, self.post.log_w[active], self.cand, self.target)
-        return self.cand[eig.argmax(-1)]
+        tied = eig >= eig.max(-1, keepdim=True).values - self.TIE_BITS
+        return self.cand[tied.to(torch.uint8).argmax(-1)]  # the first (lowest code) of the tied trials
 
 
 class PlannerAgent(EIGAgent):
