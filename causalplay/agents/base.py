@@ -31,11 +31,14 @@ class TaskInfo:
     horizon: int
     n_context: int
     rules: tuple[Rule, ...]
+    #: Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
+    n_blickets: tuple[int, ...] = ()
 
     @classmethod
     def from_env(cls, env) -> TaskInfo:
-        return cls(env.config.n_objects if hasattr(env, "config") else env.n_objects, env.horizon, env.n_context,
-                   tuple(env.rules))
+        cfg = getattr(env, "config", None)
+        return cls(cfg.n_objects if cfg is not None else env.n_objects, env.horizon, env.n_context,
+                   tuple(env.rules), n_blickets=tuple(getattr(cfg, "n_blickets", ()) or ()))
 
 
 class Agent:
