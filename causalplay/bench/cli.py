@@ -24,6 +24,8 @@ def bench(
     workers: int = typer.Option(0, help="Processes in the pool (0: one per CPU)."),
     notears_episodes: int = typer.Option(200, help="Cap on NOTEARS episodes per seed (one DAGMA fit per step)."),
     compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds."),
+    show_dialogue: int = typer.Option(
+        0, help="Print the dialogue of the first N episodes (seed 0) of every language-model agent."),
 ) -> None:
     """Run the benchmark and print context / episode accuracy and reward (mean +- 95% CI over seeds)."""
     from rich.console import Console
@@ -36,9 +38,12 @@ def bench(
     from .runner import make_executor, run_benchmark, summarise, table, write_results
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
-    agent_names = [a.strip() for a in agents.split(",") if a.strip()]
-    from causalplay.agents import parse_agent_spec
+    from causalplay.agents import parse_agent_spec, split_agent_specs
 
+    try:
+        agent_names = split_agent_specs(agents)  # commas inside quoted values do not split
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
     for a in agent_names:
         try:
             parse_agent_spec(a)
@@ -72,6 +77,15 @@ def bench(
                       *(f"{r[c]:.2f} ± {r[c + '_ci']:.2f}" for c in ("context_acc", "context_reward", "episode_acc",
                                                                      "episode_reward", "auccess")))
         console.print(t)
+    if "parse_failure_rate" in tab:  # language-model agents: answers that did not parse, tokens per episode
+        for _, r in tab.dropna(subset=["parse_failure_rate"]).iterrows():
+            console.print(f"{r['env']} {r['agent']}: parse failures {100 * r['parse_failure_rate']:.2f}% of "
+                          f"answers; tokens per episode {r['prompt_tokens_per_episode']:.0f} prompt + "
+                          f"{r['completion_tokens_per_episode']:.0f} completion")
+    if show_dialogue > 0:
+        from .dialogues import print_dialogues
+
+        print_dialogues(Path(out), df, show_dialogue, console)
     pair = [c.strip() for c in compare.split(",") if c.strip()]
     if len(pair) == 2 and all(p in agent_names for p in pair) and seeds > 1:
         import pandas as pd

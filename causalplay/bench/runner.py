@@ -220,6 +220,9 @@ def table(rows: list[dict], level: float = 0.95) -> pd.DataFrame:
             scale = 100.0 if col.endswith("acc") or col == "auccess" else 1.0
             m, h = mean_ci((g[col] * scale).tolist(), level)
             rec[col], rec[col + "_ci"] = m, h
+        for col in ("parse_failure_rate", "prompt_tokens_per_episode", "completion_tokens_per_episode"):
+            if col in g and g[col].notna().any():  # language-model agents: means over seeds
+                rec[col] = float(g[col].mean())
         out.append(rec)
     return pd.DataFrame(out)
 

@@ -30,7 +30,8 @@ import torch
 
 from .template import IVRE_COUNT, number_word, render_set
 
-__all__ = ["StubServer", "StubReply", "EIGScript", "garbage_model", "Flaky", "approx_tokens"]
+__all__ = ["StubServer", "StubReply", "EIGScript", "garbage_model", "Flaky", "approx_tokens", "GARBAGE_ANSWERS",
+           "GARBAGE_FAILS"]
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -259,15 +260,15 @@ class EIGScript:
         return _STYLES[_digest([(m["role"], m["content"]) for m in asked]) % len(_STYLES)](objs)
 
 
-_GARBAGE = ("", "I'm sorry, but I can't help with that.", "banana", "3, 4, and 12.", "0", "Maybe.",
+GARBAGE_ANSWERS = ("", "I'm sorry, but I can't help with that.", "banana", "3, 4, and 12.", "0", "Maybe.",
             "The machine is fascinating.", "None.", "2 and 5.", "objects eleven and twelve")
-#: Which of :data:`_GARBAGE` fail to parse for 9 objects (ok answers: "None." and "2 and 5.").
-GARBAGE_FAILS = tuple(a not in ("None.", "2 and 5.") for a in _GARBAGE)
+#: Which of :data:`GARBAGE_ANSWERS` fail to parse for 9 objects (ok answers: "None." and "2 and 5.").
+GARBAGE_FAILS = tuple(a not in ("None.", "2 and 5.") for a in GARBAGE_ANSWERS)
 
 
 def garbage_model(messages: list[dict], body: dict) -> str:
     """An answer from a fixed list of mostly unusable replies, picked by a hash of the dialogue."""
-    return _GARBAGE[_digest([(m["role"], m["content"]) for m in messages]) % len(_GARBAGE)]
+    return GARBAGE_ANSWERS[_digest([(m["role"], m["content"]) for m in messages]) % len(GARBAGE_ANSWERS)]
 
 
 class Flaky:
