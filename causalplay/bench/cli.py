@@ -86,7 +86,7 @@ def bench(
         from .dialogues import print_dialogues
 
         print_dialogues(Path(out), df, show_dialogue, console)
-    pair = [c.strip() for c in compare.split(",") if c.strip()]
+    pair = split_agent_specs(compare)
     if len(pair) == 2 and all(p in agent_names for p in pair) and seeds > 1:
         import pandas as pd
 

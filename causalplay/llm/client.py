@@ -8,8 +8,8 @@
   ``Retry-After`` when it sends one) on 408/409/429/5xx and connection errors; other HTTP errors raise at once
   with the server's message. Out of retries, :class:`LLMError` names the endpoint, the status and the tries.
 * **Concurrency**: :meth:`ChatClient.complete_many` sends up to ``concurrency`` requests at once (threads).
-* **Cache**: a response cache on disk, one JSON file per request keyed by the SHA-256 of (model, the full
-  message list, temperature, max_tokens, seed), written atomically (safe for parallel workers), so a rerun of
+* **Cache**: a response cache on disk, one JSON file per request keyed by the SHA-256 of (endpoint, model, the
+  full message list, temperature, max_tokens, seed), written atomically (safe for parallel workers), so a rerun of
   the same seeds sends nothing and gives the same answers.
 * **Tokens**: the ``usage`` the server reports (prompt and completion tokens) comes back with every answer,
   cached ones included (a cached answer costs nothing, but the count says what it did cost).
@@ -68,7 +68,7 @@ class ResponseCache:
 
     @staticmethod
     def key(request: dict) -> str:
-        """SHA-256 of the canonical JSON of ``request`` (model, messages, temperature, max_tokens, seed)."""
+        """SHA-256 of the canonical JSON of ``request`` (endpoint, model, messages, temperature, max_tokens, seed)."""
         blob = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -230,7 +230,8 @@ class ChatClient:
                  seed: int | None = None) -> Completion:
         """One chat completion (from the cache when this exact request was answered before)."""
         body = self.request_body(messages, temperature, max_tokens, seed)
-        key = ResponseCache.key(body) if self.cache is not None else None
+        # The endpoint is part of the key: local servers often ignore the model name ("local", "default").
+        key = ResponseCache.key({"endpoint": self.base_url, **body}) if self.cache is not None else None
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
