@@ -440,3 +440,13 @@ def test_concurrency_limit_is_respected():
         agent = make_agent(llm_spec(srv.url, template="ivre", concurrency=3), seed=0)
         play(agent, "causalplay/IVRE-v0", 5, [0, 0])
     assert 2 <= state["max"] <= 3
+
+
+def test_a_server_that_echoes_the_key_does_not_leak_it_into_errors(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    from causalplay.llm import ChatClient
+
+    with StubServer(lambda m, b: StubReply(f"Incorrect API key provided: {SECRET} (sk-proj-****abcd)", 401)) as srv:
+        with pytest.raises(LLMError, match="answered HTTP 401") as err:
+            ChatClient("stub", srv.url).complete([{"role": "user", "content": "hi"}])
+    assert SECRET not in str(err.value) and "abcd" not in str(err.value)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -175,6 +176,14 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
+    def _redact(self, text: str) -> str:
+        """Server text for an error message, with the key (and anything shaped like one) masked: some APIs
+        echo a partly masked key in their 401 message."""
+        key = os.environ.get(self.api_key_env)
+        if key:
+            text = text.replace(key, "***")
+        return re.sub(r"\b(sk|key|api)[-_][A-Za-z0-9_*.-]{6,}", r"\1-***", text)
+
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after:
             try:
@@ -195,18 +204,19 @@ class ChatClient:
                     self.stats["requests"] += 1
                 r = self._client().post(url, json=body, headers=self._headers())
             except (httpx.TimeoutException, httpx.TransportError) as e:
-                last = f"{type(e).__name__}: {e}"
+                last = self._redact(f"{type(e).__name__}: {e}")
             else:
                 if r.status_code == 200:
                     try:
                         return r.json()
                     except ValueError:
-                        last = f"HTTP 200 with a body that is not JSON: {r.text[:200]!r}"
+                        last = f"HTTP 200 with a body that is not JSON: {self._redact(r.text[:200])!r}"
                 elif r.status_code in RETRY_STATUS:
-                    last = f"HTTP {r.status_code}: {r.text[:200]}"
+                    last = f"HTTP {r.status_code}: {self._redact(r.text[:200])}"
                     retry_after = r.headers.get("retry-after")
                 else:
-                    raise LLMError(f"{url} answered HTTP {r.status_code} for model {self.model!r}: {r.text[:500]}")
+                    raise LLMError(f"{url} answered HTTP {r.status_code} for model {self.model!r}: "
+                                   f"{self._redact(r.text[:500])}")
             if attempt < self.max_retries:
                 with self._lock:
                     self.stats["retries"] += 1
