@@ -99,8 +99,13 @@ def test_agent_options_are_checked_and_the_key_is_refused():
     assert SECRET not in str(err.value)
     agent = make_agent("llm:model=m:cache=None")
     with pytest.raises(ValueError, match="does not say how many blickets"):
-        agent.reset(TaskInfo(9, 10, 4, (disjunctive(),)), torch.zeros(2, 13))
-    agent.reset(TaskInfo(9, 10, 4, (disjunctive(),), n_blickets=(1, 2)), torch.zeros(2, 13))  # keyword field
+        agent.reset(TaskInfo(n_objects=9, horizon=10, n_context=4, rules=(disjunctive(),)), torch.zeros(2, 13))
+    agent.reset(TaskInfo(n_objects=9, horizon=10, n_context=4, rules=(disjunctive(),), n_blickets=(1, 2)),
+                torch.zeros(2, 13))
+    assert agent.max_count == 2
+    agent = make_agent("llm:model=m:cache=None:max_blickets=4")  # or told by the spec
+    agent.reset(TaskInfo(n_objects=9, horizon=10, n_context=4, rules=(disjunctive(),)), torch.zeros(2, 13))
+    assert agent.max_count == 4
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------

@@ -224,7 +224,7 @@ class EIGScript:
         last_is_trial = messages[-1]["content"] == tpl.trial_text(N)
         # Replay the eig agent (trials are chosen only here, so n_context = T: no EIG at belief questions).
         agent = EIGAgent(seed=0)
-        task = TaskInfo(N, T, T, (make_rule(rule),), n_blickets=(count,))
+        task = TaskInfo(n_objects=N, horizon=T, n_context=T, rules=(make_rule(rule),))
         obs = torch.zeros(1, N + 4)
         for j, (objs, lit) in enumerate(rounds, start=1):
             obs.zero_()
