@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -24,8 +25,9 @@ def bench(
     workers: int = typer.Option(0, help="Processes in the pool (0: one per CPU)."),
     notears_episodes: int = typer.Option(200, help="Cap on NOTEARS episodes per seed (one DAGMA fit per step)."),
     compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds."),
-    show_dialogue: int = typer.Option(
-        0, help="Print the dialogue of the first N episodes (seed 0) of every language-model agent."),
+    # Annotated, so that a call from Python (causalplay demo) without it gets the plain default 0.
+    show_dialogue: Annotated[int, typer.Option(
+        help="Print the dialogue of the first N episodes (seed 0) of every language-model agent.")] = 0,
 ) -> None:
     """Run the benchmark and print context / episode accuracy and reward (mean +- 95% CI over seeds)."""
     from rich.console import Console
