@@ -305,3 +305,27 @@ def test_agent_specs_with_options():
     assert parse_agent_spec("planner:depth=two") == ("planner", {"depth": "two"})
     with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
         make_agent("planner:depth=two")
+
+
+def test_eig_trial_does_not_depend_on_the_batch(one_thread):
+    # Ties in EIG are common; float32 rounding differs with the batch's make-up, so ties are broken by a rule
+    # (within TIE_BITS: most objects, then lowest code), never by rounding. Same posterior -> same trial.
+    env = make_batch("causalplay/IVRE-v0", 100, seed=0)
+    obs = env.reset()
+    agent = EIGAgent(seed=0)
+    agent.reset(TaskInfo.from_env(env), obs)
+    checked = 0
+    for _ in range(env.horizon):
+        active = ~env.done
+        action = agent.act(obs, active)
+        if agent.trial_runs() and bool(active.any()):
+            idx = torch.nonzero(active).flatten()
+            whole = agent.choose(active, agent.last_code)
+            np.testing.assert_array_equal(action[idx, :9].numpy(), whole.numpy())
+            for j, i in enumerate(idx[:30].tolist()):
+                one = torch.zeros_like(active)
+                one[i] = True
+                assert torch.equal(agent.choose(one, agent.last_code)[0], whole[j]), (agent.t, i)
+                checked += 1
+        obs, *_ = env.step(action)
+    assert checked > 60
