@@ -1,6 +1,8 @@
-"""Throughput of the symbolic envs and agents: env steps/s (batched and gymnasium) and agent episodes/s.
+"""Throughput of the symbolic envs and agents: env steps/s (batched engine, gymnasium single env, native
+``make_vec`` vector env, measured side by side in one run) and agent episodes/s.
 
-Usage: ``.venv/bin/python benchmarks/bench_envs.py [--episodes 10000] [--threads 1]``; prints JSON.
+Usage: ``.venv/bin/python benchmarks/bench_envs.py [--episodes 10000] [--threads 1] [--envs-only]
+[--out runs/bench_envs.json]``; prints JSON and writes it to ``--out``.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -42,6 +45,22 @@ def gym_env_steps(env_id: str, n_steps: int = 500) -> float:
     return n_steps / (time.perf_counter() - t0)
 
 
+def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> float:
+    """Steps/s (sub-env steps) of ``gymnasium.make_vec(env_id, num_envs)`` -- the native vector env --
+    with random actions, autoreset included."""
+    import gymnasium as gym
+
+    import causalplay  # noqa: F401
+
+    env = gym.make_vec(env_id, num_envs=num_envs)
+    env.reset(seed=0)
+    acts = np.random.default_rng(0).random((16, num_envs, env.single_action_space.shape[0])).astype(np.float32)
+    t0 = time.perf_counter()
+    for i in range(n_steps):
+        env.step(acts[i % 16])
+    return num_envs * n_steps / (time.perf_counter() - t0)
+
+
 def agent_episodes(env_id: str, agent: str, episodes: int) -> float:
     from causalplay.bench import run_episodes
 
@@ -54,16 +73,27 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=10000)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--envs-only", action="store_true", help="skip the agents")
+    p.add_argument("--out", default="runs/bench_envs.json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     out = {"threads": args.threads}
-    for env_id in ("causalplay/IVRE-v0", "causalplay/EST-v0"):
+    for env_id in ("causalplay/IVRE-v0", "causalplay/EST-v1"):
+        single = gym_env_steps(env_id, 2000)
+        vec = vector_env_steps(env_id, 256)
         out[env_id] = {
             "batched_steps_per_s": {str(b): round(batched_env_steps(env_id, b)) for b in (1, 100, args.episodes)},
-            "gym_steps_per_s": round(gym_env_steps(env_id)),
-            "agent_episodes_per_s": {a: round(agent_episodes(env_id, a, args.episodes if a != "notears" else 10), 2)
-                                     for a in ("random", "search-naive", "eig", "planner", "notears")},
+            "gym_steps_per_s": round(single),
+            "make_vec_256_steps_per_s": round(vec),
+            "make_vec_256_over_single": round(vec / single, 1),
         }
+        if not args.envs_only:
+            out[env_id]["agent_episodes_per_s"] = {
+                a: round(agent_episodes(env_id, a, args.episodes if "notears" not in a else 10), 2)
+                for a in ("random", "search-naive", "eig", "planner", "notears")}
+        print(json.dumps({env_id: out[env_id]}), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 
 

@@ -58,7 +58,7 @@ def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
         from .bench.cli import bench
 
         console.print(f"\nBenchmark: {bench_episodes} episodes x 2 seeds per env and agent")
-        bench(env="causalplay/IVRE-v0,causalplay/EST-v0", agents="random,naive,search-naive,eig,planner",
+        bench(env="causalplay/IVRE-v0,causalplay/EST-v1", agents="random,naive,search-naive,eig,planner",
               episodes=bench_episodes, seeds=2, out=str(out / "bench"), shard_size=1000, executor="process",
               workers=0, notears_episodes=0, compare="eig,planner")
     return results

@@ -305,8 +305,8 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     causalplay.data.TrialData
     """
     from .data import TrialData
+    from .envs.nexiom_core import NexiomBatch
     from .exact import log_likelihood
-    from .rules import make_rule
 
     cm = get_model(model)
     learner = learner or LearnerConfig()
@@ -318,58 +318,65 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     th = {k: torch.as_tensor(np.broadcast_to(np.asarray(theta[k], dtype=np.float64), (P,)).copy()) for k in names}
     gen = torch.Generator().manual_seed(seed)
     space = learner.space(n_objects)
-    rules = [make_rule(r) for r, _ in worlds]
-    true = torch.zeros(P, n_objects, dtype=torch.float64)
+    S = 2**n_objects
+    # The one Nexiom task loop: the machine, the test budget and the answer's scoring are the task's.
+    task = NexiomBatch(P, np.random.default_rng(seed), n_objects=n_objects, budget=max_tests)
+    rule_names = [r.name for r in task.rules]
+    if any(r not in rule_names for r, _ in worlds):
+        bad = next(r for r, _ in worlds if r not in rule_names)
+        raise ValueError(f"world rule {bad!r} is not one of the Nexiom task's rules {rule_names}")
+    true = torch.zeros(P, n_objects, dtype=torch.bool)
     for i, (_, b) in enumerate(worlds):
-        true[i, list(b)] = 1.0
+        true[i, list(b)] = True
+    task.reset(rule_idx=[rule_names.index(r) for r, _ in worlds], blickets=true)
     ll = torch.zeros(P, space.n_hypotheses, dtype=torch.float64)
-    tested = torch.zeros(P, 2**n_objects, dtype=torch.bool)
-    active = torch.ones(P, dtype=torch.bool)
+    tested = torch.zeros(P, S, dtype=torch.bool)
     ids = [f"{prefix}{i + 1:03d}" for i in range(P)]
-    rows = []
-    n_tests = [0] * P
-    for t in range(max_tests + 1):
-        if not bool(active.any()):
-            break
+    judged = torch.zeros(P, dtype=torch.long)
+    log_rows: list[tuple[torch.Tensor, ...]] = []
+    bits = torch.arange(n_objects)
+    t = 0
+    while not bool(task.done.all()):
+        active = ~task.done
         feats = step_features(space, ll, t, tested, learner.min_tests, ids)
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
-        if t == max_tests:
-            choice = torch.full((P,), 2**n_objects)
-        else:
-            choice = torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
-        stop = choice == 2**n_objects
-        trial = ((choice[:, None] >> torch.arange(n_objects)) & 1).to(torch.float64)
-        k = (trial * true).sum(-1)
-        p_lit = torch.stack([rules[i].p_lit(k[i]) for i in range(P)])
-        lit = torch.bernoulli(p_lit, generator=gen)
-        for i in range(P):
-            if active[i] and not stop[i]:
-                n_tests[i] += 1
-                rows.append({"participant": ids[i], "test": t + 1,
-                             "objects_on": tuple(np.flatnonzero(trial[i].numpy()).tolist()),
-                             "lit": bool(lit[i]), "seconds_since_previous": None, "possible": True})
+        choice = (torch.full((P,), S) if t == max_tests
+                  else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1))
+        stop = active & (choice == S)
+        if bool(stop.any()):  # the judgement of those who stop now, from what they know now
+            with torch.no_grad():
+                jl = cm.judgement_log_probs(step_features(space, ll, 0, tested, learner.min_tests, ids), th)
+            judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
+        r, code = judged // S, judged % S
+        trial = ((choice[:, None] >> bits) & 1).to(torch.float64)
+        belief = ((code[:, None] >> bits) & 1).to(torch.float64)
+        action = torch.cat([trial, belief, stop.double()[:, None], r.double()[:, None]], 1)
+        obs, _, _, _ = task.step(action)
         go = active & ~stop
-        upd = log_likelihood(space, trial[:, None], lit[:, None])
+        lay = task.layout
+        lit = lay.get(obs, "lit")[:, 0]
+        log_rows.append((torch.nonzero(go).flatten(), task.tests[go].clone(), choice[go], lit[go] > 0.5))
+        upd = log_likelihood(space, trial[:, None], lit[:, None].double())
         ll = torch.where(go[:, None], ll + upd, ll)
         tested[go, choice[go]] = True
-        active = go
-    feats = step_features(space, ll, 0, tested, learner.min_tests, ids)
-    with torch.no_grad():
-        jl = cm.judgement_log_probs(feats, th)
-    j = torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1)
-    S = 2**n_objects
+        t += 1
+    rec = task.record()
+    who, num, codes, lits = (torch.cat(x).numpy() for x in zip(*log_rows, strict=True))
+    order = np.lexsort((num, who))
+    tests = pd.DataFrame({
+        "participant": np.asarray(ids)[who[order]], "test": num[order],
+        "objects_on": [tuple(np.flatnonzero((c >> np.arange(n_objects)) & 1).tolist()) for c in codes[order]],
+        "lit": lits[order].astype(bool), "seconds_since_previous": None, "possible": True},
+        columns=["participant", "test", "objects_on", "lit", "seconds_since_previous", "possible"])
     parts = []
     for i in range(P):
-        r, s = divmod(int(j[i]), S)
-        judged = tuple(b for b in range(n_objects) if s >> b & 1)
-        rc = ("disjunctive", "conjunctive")[r]
+        js = tuple(b for b in range(n_objects) if int(code[i]) >> b & 1)
         tb = tuple(sorted(int(b) for b in worlds[i][1]))
-        parts.append({"participant": ids[i], "rule": rules[i].name, "true_blickets": tb,
-                      "judged_blickets": judged, "blickets_correct": judged == tb, "rule_choice": rc,
-                      "rule_correct": rc == rules[i].name, "n_tests": n_tests[i]})
-    tests = pd.DataFrame(rows, columns=["participant", "test", "objects_on", "lit", "seconds_since_previous",
-                                        "possible"])
+        parts.append({"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tb,
+                      "judged_blickets": js, "blickets_correct": bool(rec["blickets_correct"][i]),
+                      "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
+                      "n_tests": int(rec["n_tests"][i])})
     return TrialData(pd.DataFrame(parts), tests, n_objects, [], f"simulate({cm.name})")
 
 

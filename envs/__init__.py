@@ -1,21 +1,25 @@
 # ruff: noqa: E402, I001  (the pixel-env hook at the end must be a plain import after the registrations)
 """Symbolic Blicket environments, registered with gymnasium on import (ids ``causalplay/<Name>-v<N>``).
 
-=================================  ======================================================================
-id                                 task
-=================================  ======================================================================
-``causalplay/IVRE-v0``             9 objects, 1-4 blickets, 4 random context panels of 1-4 objects, T=10
-``causalplay/IVRE-Conjunctive-v0`` IVRE with a conjunctive machine and 2-4 blickets
-``causalplay/IVRE-Noisy-v0``       IVRE with a disjunctive machine whose response flips with prob. 0.1
-``causalplay/EST-v0``              9 objects, 3-8 blickets, 4 ACRE-structured context panels of 2-6 objects
-``causalplay/EST-Conjunctive-v0``  EST with a conjunctive machine
-``causalplay/EST-Noisy-v0``        EST with noise 0.1
-``causalplay/Nexiom-v0``           the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
-=================================  ======================================================================
+=====================================  ==================================================================
+id                                     task
+=====================================  ==================================================================
+``causalplay/IVRE-v0``                 9 objects, 1-4 blickets, 4 random context panels of 1-4 objects, T=10
+``causalplay/IVRE-Conjunctive-v0``     IVRE with a conjunctive machine and 2-4 blickets
+``causalplay/IVRE-Noisy-v0``           IVRE with a disjunctive machine whose response flips with prob. 0.1
+``causalplay/EST-v1``                  9 objects, 3-8 blickets, 4 random context panels of 2-6 objects (paper)
+``causalplay/EST-Conjunctive-v1``      EST-v1 with a conjunctive machine
+``causalplay/EST-Noisy-v1``            EST-v1 with noise 0.1
+``causalplay/EST-ACRE-v0``             EST with 4 designed, ACRE-structured context panels (easier)
+``causalplay/EST-v0``                  deprecated: the same as EST-ACRE-v0 (``-Conjunctive-v0``,
+                                       ``-Noisy-v0`` likewise), warns
+``causalplay/Nexiom-v0``               the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
+=====================================  ==================================================================
 
-Every constant and the exact observation / action layout are documented on
-:class:`causalplay.envs.blicket.BlicketEnv` and in ``docs/environments.md``. The batched torch version is
-:class:`causalplay.envs.core.BlicketBatch` (see :func:`make_batch`).
+Every id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
+:mod:`causalplay.envs.vector`) on the same batched engine; :func:`make_batch` gives the engine itself (a
+:class:`causalplay.envs.task.Task`). Every constant and the exact observation / action layout are documented on
+:class:`causalplay.envs.blicket.BlicketEnv` and in ``docs/environments.md``.
 """
 
 from __future__ import annotations
@@ -25,38 +29,46 @@ import gymnasium
 __all__ = ["ENV_IDS", "make_batch"]
 
 _BLICKET = "causalplay.envs.blicket"
+_VECTOR = "causalplay.envs.vector"
 
-#: id -> (entry point, kwargs). Kept here (strings only) so `import causalplay` stays cheap.
-_SPECS: dict[str, tuple[str, dict]] = {
-    "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", {}),
-    "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
-    "causalplay/IVRE-Noisy-v0": (f"{_BLICKET}:make_ivre", {"noise": 0.1}),
-    "causalplay/EST-v0": (f"{_BLICKET}:make_est", {}),
-    "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est", {"rule": "conjunctive"}),
-    "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est", {"noise": 0.1}),
-    "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", {}),
+#: id -> (single entry point, vector entry point, kwargs). Strings only, so `import causalplay` stays cheap.
+_SPECS: dict[str, tuple[str, str, dict]] = {
+    "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec", {}),
+    "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec",
+                                       {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
+    "causalplay/IVRE-Noisy-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec", {"noise": 0.1}),
+    "causalplay/EST-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {}),
+    "causalplay/EST-Conjunctive-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {"rule": "conjunctive"}),
+    "causalplay/EST-Noisy-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {"noise": 0.1}),
+    "causalplay/EST-ACRE-v0": (f"{_BLICKET}:make_est_acre", f"{_VECTOR}:make_est_acre_vec", {}),
+    "causalplay/EST-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {}),
+    "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec",
+                                      {"rule": "conjunctive"}),
+    "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {"noise": 0.1}),
+    "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", f"{_VECTOR}:make_nexiom_vec", {}),
 }
 
 #: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
 ENV_IDS = tuple(_SPECS)
 
-for _id, (_entry, _kwargs) in _SPECS.items():
+for _id, (_entry, _vec, _kwargs) in _SPECS.items():
     if _id not in gymnasium.registry:
-        gymnasium.register(id=_id, entry_point=_entry, kwargs=dict(_kwargs))
+        gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=_vec, kwargs=dict(_kwargs))
 
 
-def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
-    """A batched (torch) version of a registered symbolic id: ``B`` episodes stepped together.
+def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
+    """The batched engine (a :class:`causalplay.envs.task.Task`) of a registered symbolic id.
 
     Parameters
     ----------
     env_id : str
         One of :data:`ENV_IDS`.
     batch_size : int
-    seed : int, optional
-        Seeds the ``numpy.random.Generator`` all episodes draw from.
+    seed : int or sequence of int, optional
+        Seeds the one ``numpy.random.Generator`` all episodes draw from.
     **kwargs
-        Override the id's keyword arguments (``rule``, ``noise``, ``n_blickets``; ``budget`` for Nexiom).
+        Override the id's keyword arguments (``rule``, ``noise``, ``n_blickets``, ``obs_mode``; ``budget`` for
+        Nexiom).
 
     Returns
     -------
@@ -66,17 +78,10 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
 
     if env_id not in _SPECS:
         raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS}")
-    entry, base = _SPECS[env_id]
-    rng = np.random.default_rng(seed)
-    if entry.endswith("NexiomEnv"):
-        from .nexiom_core import NexiomBatch
+    from . import vector
 
-        return NexiomBatch(batch_size, rng, **{**base, **kwargs})
-    from .core import BlicketBatch
-    from .blicket import make_est, make_ivre
-
-    env = (make_ivre if entry.endswith("make_ivre") else make_est)(**{**base, **kwargs})
-    return BlicketBatch(env.config, batch_size, rng)
+    entry, _, base = _SPECS[env_id]
+    return vector.task_factory(entry, {**base, **kwargs})(batch_size, np.random.default_rng(seed))
 
 
 import importlib.util as _ilu

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import gymnasium as gym
+import numpy as np
 
 from causalplay.rules import Rule, make_rule
 
-from .core import OBJECT_POOL
+from .sampling import OBJECT_POOL
 
 __all__: list[str] = []
 
@@ -19,27 +20,34 @@ def _rules(rule: str | Rule, noise: float) -> tuple[Rule, ...]:
     return (make_rule(rule, noise),)
 
 
+def _numpy_obs(obs):
+    if isinstance(obs, dict):
+        return {k: v[0].numpy() for k, v in obs.items()}
+    return obs[0].numpy()
+
+
 class _Single(gym.Env):
     metadata = {"render_modes": []}
 
     def _make_batch(self):  # pragma: no cover - subclasses override
         raise NotImplementedError
 
-    def _sample_objects(self) -> list[dict]:
-        pick = self.np_random.choice(len(OBJECT_POOL), size=self.n_objects, replace=False)
-        return [dict(zip(("shape", "material", "color"), OBJECT_POOL[i], strict=True)) for i in pick]
-
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self._batch = self._make_batch()
+        if self._batch is None:
+            self._batch = self._make_batch()
+        self._batch.rng = self.np_random  # reset(seed=...) replaces the generator; the batch draws from it
         obs = self._batch.reset()
-        self.objects = self._sample_objects()
+        objects = getattr(self._batch, "objects", None)
+        self.objects = ([] if objects is None else
+                        [dict(zip(("shape", "material", "color"), OBJECT_POOL[int(i)], strict=True))
+                         for i in objects[0]])
         self._ended = False
         info = {"objects": [dict(o) for o in self.objects], "n_blickets": int(self._batch.n_blickets[0]), "step": 0}
-        return obs[0].numpy(), info
+        return _numpy_obs(obs), info
 
     def _check_running(self) -> None:
-        if getattr(self, "_batch", None) is None:
+        if getattr(self, "_batch", None) is None or not self._batch._started:
             raise RuntimeError("call reset() before step()")
         if self._ended:
             raise RuntimeError("the episode has ended; call reset()")
@@ -49,3 +57,5 @@ class _Single(gym.Env):
         return {"blickets": b.blickets[0].numpy().copy(), "rule": b.rules[int(b.rule_idx[0])].name}
 
 
+def _box(shape, low: float = 0.0, high: float = 1.0) -> gym.spaces.Box:
+    return gym.spaces.Box(low, high, shape, np.float32)

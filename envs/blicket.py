@@ -2,18 +2,48 @@
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+import warnings
+
 from gymnasium import spaces
 
 from causalplay.rules import Rule
 
-from ._single import _rules, _Single
-from .core import BlicketBatch, TaskConfig, validate_action
+from ._single import _box, _numpy_obs, _rules, _Single
+from .core import OBS_MODES, BlicketBatch, TaskConfig, validate_action
 
-__all__ = ["BlicketEnv", "IVRE", "EST", "make_ivre", "make_est"]
+__all__ = ["BlicketEnv", "IVRE", "EST", "EST_ACRE", "make_ivre", "make_est", "make_est_acre", "make_est_v0",
+           "observation_space"]
 
 IVRE = TaskConfig(name="IVRE", n_blickets=(1, 2, 3, 4), n_context=4, context_size=(1, 4), context="random")
-EST = TaskConfig(name="EST", n_blickets=(3, 4, 5, 6, 7, 8), n_context=4, context_size=(2, 6), context="acre")
+#: EST as the paper samples it (``causalplay/EST-v1``): 4 random context panels of 2-6 objects.
+EST = TaskConfig(name="EST", n_blickets=(3, 4, 5, 6, 7, 8), n_context=4, context_size=(2, 6), context="random")
+#: The designed, ACRE-guaranteed EST context (``causalplay/EST-ACRE-v0``, and the deprecated ``EST-v0``).
+EST_ACRE = dataclasses.replace(EST, name="EST-ACRE", context="acre")
+
+
+def observation_space(config: TaskConfig, obs_mode: str) -> spaces.Space:
+    """The single-episode observation space of ``config`` in ``obs_mode`` (see :mod:`causalplay.envs.core`)."""
+    N, T = config.n_objects, config.horizon
+    panel = _box((N + 4,))
+    if obs_mode == "panel":
+        return panel
+    if obs_mode == "history":
+        return _box((2 + T * (N + 1) + N,))
+    if obs_mode == "dict":
+        return spaces.Dict({"panel": panel, "history": _box((T, N + 1)), "last_belief": _box((N,))})
+    raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+
+
+def configure(config: TaskConfig, rule: str | Rule | None = None, noise: float = 0.0,
+              n_blickets: tuple[int, ...] | None = None) -> TaskConfig:
+    """``config`` with the keyword overrides of the registered ids (``rule``, ``noise``, ``n_blickets``)."""
+    if rule is not None or noise:
+        base = rule if rule is not None else config.rules[0]
+        config = dataclasses.replace(config, rules=_rules(base, noise))
+    if n_blickets is not None:
+        config = dataclasses.replace(config, n_blickets=tuple(n_blickets))
+    return config
 
 
 class BlicketEnv(_Single):
@@ -24,28 +54,33 @@ class BlicketEnv(_Single):
     (:mod:`causalplay.rules`). The agent first sees ``C`` context panels (4), then proposes trials; at every
     step it also states its belief about which objects are blickets. Follows IVRE (Xu, Jiang et al., 2023)
     and its earlier version EST; the batched torch engine underneath is
-    :class:`causalplay.envs.core.BlicketBatch` (``B = 1`` here, same code path).
+    :class:`causalplay.envs.core.BlicketBatch` (``B = 1`` here, same code path), and
+    ``gymnasium.make_vec(id, num_envs=B)`` runs ``B`` of them natively (:mod:`causalplay.envs.vector`).
 
     ## Action Space
     ``Box(0, 1, (2N,), float32)``: ``[trial_0 .. trial_{N-1}, belief_0 .. belief_{N-1}]``; object ``i`` is in
     the trial when ``trial_i > 0.5``. NaN, a wrong shape or values outside [0, 1] raise ``ValueError``.
 
     ## Observation Space
-    ``Box(0, 1, (N + 4,), float32)`` for the panel currently shown:
+    ``obs_mode="panel"`` (default): ``Box(0, 1, (N + 4,), float32)`` for the panel currently shown:
     ``[on_0 .. on_{N-1}, lit, announced blicket count / N, panel number / T, phase]``, ``phase`` 0 for a
-    context panel and 1 for the outcome of one of the agent's trials. The ground truth is never in it.
+    context panel and 1 for the outcome of one of the agent's trials. ``obs_mode="history"``:
+    ``Box(0, 1, (2 + T(N + 1) + N,))`` = ``[count / N, panels shown / T, (on, lit) of every panel so far
+    zero-padded to T panels, last belief]`` (the public IVRE code's content; 111 values for IVRE).
+    ``obs_mode="dict"``: ``Dict(panel, history [T, N + 1], last_belief [N])``. The ground truth is never in it.
 
     ## Rewards
     Action ``t``'s belief is scored against the oracle of panels ``1..t``: solved (every
-    ``|belief_i - truth_i| < 0.5``) gives ``+20``; otherwise ``-1 - JSD(oracle, belief)`` (Jensen-Shannon
-    distance, natural log, both vectors normalised to sum 1; an all-zero vector counts as uniform). The oracle
-    is the blicket marginal under a uniform prior over all ``2^N`` sets and the true rule -- for a
+    ``|belief_i - truth_i| < 0.5``) gives ``+20``; otherwise ``-1 - JSD(oracle, belief)``, the official IVRE
+    Jensen-Shannon distance (:func:`causalplay.envs.reward.ivre_jsd`: both vectors padded to the 48 slots of
+    the object pool, ``1e-7`` added to every slot, normalised, natural log, divergence clipped to [0, 1]).
+    The oracle is the blicket marginal under a uniform prior over all ``2^N`` sets and the true rule -- for a
     deterministic rule, the fraction of assignments consistent with the panels that contain the object.
 
     ## Starting State
-    ``reset`` draws the objects (distinct CLEVR shape x material x colour combinations), the number of
-    blickets and the set, the rule (if several) and the context panels, all from ``self.np_random``: the same
-    seed gives the same episode. The first observation shows context panel 1.
+    ``reset`` draws the number of blickets and the set, the rule (if several), the context panels, the
+    machine's uniforms and the objects (distinct CLEVR shape x material x colour combinations), all from
+    ``self.np_random``: the same seed gives the same episode. The first observation shows context panel 1.
 
     ## Episode End
     The observation before action ``t`` shows panel ``t``; panels ``1..C`` are context, panel ``t > C`` the
@@ -55,64 +90,84 @@ class BlicketEnv(_Single):
 
     ## Info
     ``reset``: ``objects`` (N dicts ``shape``/``material``/``color``), ``n_blickets``, ``step``. Every step:
-    ``step``, ``oracle``, ``solved``; the ground truth (``blickets``, ``rule``) only once the episode ended.
-    :meth:`panel` describes the panel in the current observation.
+    ``step``, ``oracle`` (the marginals the belief was scored against), ``solved``; the ground truth
+    (``blickets``, ``rule``) only once the episode ended. :meth:`panel` describes the current panel.
 
     ## Arguments
-    * ``config`` (:class:`causalplay.envs.core.TaskConfig`): the task (``IVRE`` or ``EST``), every constant.
+    * ``config`` (:class:`causalplay.envs.core.TaskConfig`): the task (``IVRE``, ``EST``, ``EST_ACRE``).
     * ``rule`` (name or Rule) and ``noise`` (flip probability): override the task's rule.
     * ``n_blickets`` (tuple of int): override the allowed blicket counts.
+    * ``obs_mode`` (``"panel"``, ``"history"`` or ``"dict"``): the observation, see above.
 
     ## Version History
-    * v0: initial release (IVRE, EST, conjunctive and noisy variants).
+    * IVRE-v0 and its variants: the reward is the official IVRE distance (48 slots, EPS 1e-7) since the release
+      with ``EST-v1``; before, a 9-entry distance without EPS that scored an all-zero belief as uniform.
+    * EST-v1: the EST paper's sampling (4 random context panels of 2-6 objects); conjunctive and noisy
+      variants follow it (``EST-Conjunctive-v1``, ``EST-Noisy-v1``).
+    * EST-ACRE-v0: the designed ACRE context EST-v0 had (easier: it settles objects before the first trial).
+    * EST-v0 (deprecated, warns): the same as EST-ACRE-v0.
     """
 
     def __init__(self, config: TaskConfig = IVRE, rule: str | Rule | None = None, noise: float = 0.0,
-                 n_blickets: tuple[int, ...] | None = None):
-        import dataclasses
-
-        if rule is not None or noise:
-            base = rule if rule is not None else config.rules[0]
-            config = dataclasses.replace(config, rules=_rules(base, noise))
-        if n_blickets is not None:
-            config = dataclasses.replace(config, n_blickets=tuple(n_blickets))
-        self.config = config
+                 n_blickets: tuple[int, ...] | None = None, obs_mode: str = "panel"):
+        self.config = config = configure(config, rule, noise, n_blickets)
         self.n_objects = N = config.n_objects
-        self.observation_space = spaces.Box(0.0, 1.0, (N + 4,), np.float32)
-        self.action_space = spaces.Box(0.0, 1.0, (2 * N,), np.float32)
+        self.obs_mode = obs_mode
+        self.observation_space = observation_space(config, obs_mode)
+        self.action_space = _box((2 * N,))
         self._batch = None
 
     def _make_batch(self) -> BlicketBatch:
-        return BlicketBatch(self.config, 1, self.np_random)
+        return BlicketBatch(self.config, 1, self.np_random, obs_mode=self.obs_mode)
 
     def step(self, action):
         self._check_running()
         a = validate_action(action, 2 * self.n_objects)
         if a.ndim != 1:
             raise ValueError(f"action must have shape ({2 * self.n_objects},), got {tuple(a.shape)}")
-        oracle = self._batch.oracle()[0].numpy().copy()
-        obs, reward, term, trunc = self._batch.step(a[None])
-        info = {"step": self._batch.t, "oracle": oracle, "solved": bool(term[0])}
-        if bool(term[0] or trunc[0]):
+        b = self._batch
+        obs, reward, term, trunc = b.step(a[None], check=False)
+        terminated, truncated = bool(term[0]), bool(trunc[0])
+        info = {"step": int(b.t[0]), "oracle": b.last_oracle[0].numpy().copy(), "solved": terminated}
+        if terminated or truncated:
             self._ended = True
             info.update(self._final_info())
-        return obs[0].numpy(), float(reward[0]), bool(term[0]), bool(trunc[0]), info
+        return _numpy_obs(obs), float(reward[0]), terminated, truncated, info
 
     def panel(self) -> dict:
         """The panel in the current observation: ``on`` (bool [N]), ``lit``, ``step`` (1-based panel number),
         ``phase`` ("context" or "trial")."""
-        if self._batch is None:
+        if self._batch is None or not self._batch._started:
             raise RuntimeError("call reset() first")
-        k = self._batch.current_panel()
+        k = int(self._batch.current_panel()[0])
         return {"on": self._batch.panels[0, k].numpy().copy(), "lit": bool(self._batch.lit[0, k]), "step": k + 1,
                 "phase": "context" if k < self.config.n_context else "trial"}
 
 
 def make_ivre(**kwargs) -> BlicketEnv:
-    """``causalplay/IVRE-v0`` (keyword arguments as :class:`BlicketEnv`: ``rule``, ``noise``, ``n_blickets``)."""
+    """``causalplay/IVRE-v0`` (keyword arguments as :class:`BlicketEnv`: ``rule``, ``noise``, ``n_blickets``,
+    ``obs_mode``)."""
     return BlicketEnv(IVRE, **kwargs)
 
 
 def make_est(**kwargs) -> BlicketEnv:
-    """``causalplay/EST-v0`` (keyword arguments as :class:`BlicketEnv`)."""
+    """``causalplay/EST-v1``: the EST paper's random context panels (keyword arguments as :class:`BlicketEnv`)."""
     return BlicketEnv(EST, **kwargs)
+
+
+def make_est_acre(**kwargs) -> BlicketEnv:
+    """``causalplay/EST-ACRE-v0``: EST with the designed, ACRE-guaranteed context (easier than EST-v1)."""
+    return BlicketEnv(EST_ACRE, **kwargs)
+
+
+def warn_est_v0() -> None:
+    warnings.warn("causalplay/EST-v0 (and its -v0 variants) designs its context panels from the truth, which "
+                  "makes it easier than the EST paper; use causalplay/EST-v1 for the paper's task, or "
+                  "causalplay/EST-ACRE-v0 for this same designed context under its own name",
+                  FutureWarning, stacklevel=3)
+
+
+def make_est_v0(**kwargs) -> BlicketEnv:
+    """``causalplay/EST-v0`` (deprecated): the same as ``EST-ACRE-v0``, with a warning pointing to ``EST-v1``."""
+    warn_est_v0()
+    return BlicketEnv(EST_ACRE, **kwargs)

@@ -64,8 +64,8 @@ class NexiomEnv(_Single):
         a = validate_action(action, 10)
         if a.ndim != 1:
             raise ValueError(f"action must have shape (10,), got {tuple(a.shape)}")
-        obs, reward, term, trunc = self._batch.step(a[None])
-        info = {"step": self._batch.t, "tests": int(self._batch.tests[0])}
+        obs, reward, term, trunc = self._batch.step(a[None], check=False)
+        info = {"step": int(self._batch.t[0]), "tests": int(self._batch.tests[0])}
         if bool(term[0]):
             self._ended = True
             info.update(self._final_info())
@@ -74,7 +74,7 @@ class NexiomEnv(_Single):
         return obs[0].numpy(), float(reward[0]), bool(term[0]), bool(trunc[0]), info
 
     def panel(self) -> dict:
-        if self._batch is None:
+        if self._batch is None or not self._batch._started:
             raise RuntimeError("call reset() first")
         b = self._batch
         tested = int(b.tests[0])

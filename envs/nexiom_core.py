@@ -8,7 +8,12 @@ Action ``[2N + 2]`` = trial probabilities (N), belief probabilities (N), stop (>
 Step with stop <= 0.5: the trial is run (reward ``-test_cost``) and its outcome is the next observation. Step
 with stop > 0.5, or any step once the budget is used up: the answer is scored -- ``+solve_reward`` when every
 belief is strictly within 0.5 of the truth (the people's ``blickets_correct``), else 0 -- and the episode
-ends (``terminated``). ``info["rule_correct"]`` records the rule judgement.
+ends (``terminated``). :attr:`rule_correct` records the rule judgement.
+
+This is the one Nexiom task loop: the gymnasium env, the benchmark's EIG learner
+(:func:`causalplay.bench.nexiom.run_nexiom`) and the choice-model simulator (:func:`causalplay.fitting.simulate`)
+all drive it. Each episode draws one block of uniforms (rule, blicket order, one per possible test for the
+machine), so rows can own their generators as in :class:`causalplay.envs.core.BlicketBatch`.
 """
 
 from __future__ import annotations
@@ -18,71 +23,138 @@ import torch
 
 from causalplay.rules import make_rule
 
-from .core import _p_lit, validate_action
+from .machine import machine_lit
+from .task import ObsLayout, RewardSpec, as_rows, validate_action
 
 __all__ = ["NexiomBatch"]
 
 
 class NexiomBatch:
-    """``B`` Nexiom episodes in lock-step; same interface as :class:`causalplay.envs.core.BlicketBatch`."""
+    """``B`` Nexiom episodes; a :class:`causalplay.envs.task.Task`.
 
-    def __init__(self, batch_size: int, rng: np.random.Generator, *, n_objects: int = 4, n_blickets: int = 2,
+    Parameters
+    ----------
+    batch_size : int
+    rng : numpy.random.Generator or a sequence of ``batch_size`` of them (one per row)
+    n_objects, n_blickets, budget : int
+    solve_reward, test_cost : float
+    """
+
+    def __init__(self, batch_size: int, rng, *, n_objects: int = 4, n_blickets: int = 2,
                  budget: int = 16, solve_reward: float = 20.0, test_cost: float = 1.0):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ValueError(f"budget must be a positive integer, got {budget!r}")
+        if isinstance(n_objects, bool) or not isinstance(n_objects, int) or not 1 <= n_objects <= 16:
+            raise ValueError(f"n_objects must be an integer in [1, 16], got {n_objects!r}")
         if not 1 <= n_blickets <= n_objects:
             raise ValueError(f"need 1 <= n_blickets <= n_objects, got {n_blickets} and {n_objects}")
+        if isinstance(rng, np.random.Generator):
+            self.rngs = None
+        else:
+            rng = list(rng)
+            if len(rng) != batch_size:
+                raise ValueError(f"rng must be a numpy Generator or {batch_size} of them, got {len(rng)}")
+            self.rngs = rng
         self.B, self.rng, self.n_objects, self.budget = batch_size, rng, n_objects, budget
         self.count, self.solve_reward, self.test_cost = n_blickets, solve_reward, test_cost
         self.rules = (make_rule("disjunctive"), make_rule("conjunctive"))
         self.n_context = 0
         self.horizon = budget + 1
+        self.rewards = RewardSpec(solve_reward=solve_reward, step_cost=test_cost, tol=0.5)
+        N = n_objects
+        self.layout = ObsLayout.of(("on", N, 1.0, "objects in the last test"), ("lit", 1, 1.0, "machine lit"),
+                                   ("count", 1, float(N), "announced blicket count / N"),
+                                   ("tests", 1, float(budget), "tests used / budget"),
+                                   ("tested", 1, 1.0, "1 once a test was run"))
+        self._allocate()
+        self.done[:] = True  # nothing runs before the first reset()
+        self._started = False
 
     @property
     def obs_size(self) -> int:
-        return self.n_objects + 4
+        return self.layout.size
 
     @property
     def action_size(self) -> int:
         return 2 * self.n_objects + 2
 
-    def reset(self) -> torch.Tensor:
+    def _allocate(self) -> None:
         B, N = self.B, self.n_objects
-        self.rule_idx = torch.as_tensor(self.rng.integers(0, 2, size=B))
-        rank = self.rng.random((B, N)).argsort(-1).argsort(-1)
-        self.blickets = torch.as_tensor(rank < self.count)
+        self.rule_idx = torch.zeros(B, dtype=torch.long)
+        self.blickets = torch.zeros(B, N, dtype=torch.bool)
         self.n_blickets = torch.full((B,), self.count)
-        self.t = 0
+        self.uniforms = torch.zeros(B, self.horizon, dtype=torch.float64)
+        self.t = torch.zeros(B, dtype=torch.long)
         self.tests = torch.zeros(B, dtype=torch.long)
         self.on = torch.zeros(B, N, dtype=torch.bool)
         self.lit_now = torch.zeros(B, dtype=torch.bool)
         self.done = torch.zeros(B, dtype=torch.bool)
         self.solved = torch.zeros(B, dtype=torch.bool)
         self.rule_correct = torch.zeros(B, dtype=torch.bool)
+        self.returns = torch.zeros(B, dtype=torch.float64)
+
+    def reset(self, rows=None, *, rule_idx=None, blickets=None) -> torch.Tensor:
+        """New episodes in ``rows`` (``None``: all). ``rule_idx [r]`` (0 disjunctive, 1 conjunctive) and
+        ``blickets [r, N]`` (bool) fix those rows' worlds instead of drawing them (the uniforms are still
+        drawn, so the generator advances the same way)."""
+        if not self._started and rows is not None:
+            raise RuntimeError("the first reset() must reset every row (rows=None)")
+        self._started = True
+        idx = as_rows(rows, self.B)
+        n, N = len(idx), self.n_objects
+        if n == 0:
+            return self.observation()
+        M = 1 + N + self.horizon
+        if self.rngs is None:
+            u = self.rng.random((n, M))
+        else:
+            u = np.stack([self.rngs[int(i)].random(M) for i in idx])
+        r = torch.as_tensor(np.minimum((u[:, 0] * 2).astype(np.int64), 1))
+        b = torch.as_tensor(u[:, 1:1 + N].argsort(-1).argsort(-1) < self.count)
+        if rule_idx is not None:
+            r = torch.as_tensor(np.asarray(rule_idx, dtype=np.int64)).reshape(n)
+            if bool(((r < 0) | (r > 1)).any()):
+                raise ValueError(f"rule_idx must be 0 (disjunctive) or 1 (conjunctive), got {r.tolist()}")
+        if blickets is not None:
+            b = torch.as_tensor(np.asarray(blickets, dtype=bool)).reshape(n, N)
+        self.rule_idx[idx], self.blickets[idx] = r, b
+        self.n_blickets[idx] = b.sum(-1)
+        self.uniforms[idx] = torch.as_tensor(u[:, 1 + N:])
+        for name in ("t", "tests"):
+            getattr(self, name)[idx] = 0
+        for name in ("on", "lit_now", "done", "solved", "rule_correct"):
+            getattr(self, name)[idx] = False
+        self.returns[idx] = 0.0
         return self.observation()
 
     def observation(self) -> torch.Tensor:
         """``[B, N + 4]``: on (N), lit, announced count / N, tests used / budget, 1 once a test was run."""
         N = self.n_objects
         obs = torch.empty(self.B, self.obs_size, dtype=torch.float32)
-        obs[:, :N] = self.on.float()
-        obs[:, N] = self.lit_now.float()
-        obs[:, N + 1] = self.count / N
-        obs[:, N + 2] = self.tests.float() / self.budget
-        obs[:, N + 3] = (self.tests > 0).float()
+        obs[:, :N] = self.on
+        obs[:, N] = self.lit_now
+        obs[:, N + 1] = self.n_blickets / N
+        obs[:, N + 2] = self.tests / self.budget
+        obs[:, N + 3] = self.tests > 0
         return obs
 
-    def step(self, action):
+    def step(self, action, *, check: bool = True):
+        """Apply ``action [B, 2N + 2]``; returns ``obs, reward, terminated (answered), truncated (never)``."""
         N = self.n_objects
-        if bool(self.done.all()):
-            raise RuntimeError("all episodes have answered; call reset()")
-        a = validate_action(action, 2 * N + 2)
-        if a.ndim == 1:
-            a = a[None]
-        if a.shape[0] != self.B:
-            raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={self.B}")
-        self.t += 1
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        if check:
+            a = validate_action(action, 2 * N + 2)
+            if a.ndim == 1:
+                a = a[None]
+            if a.shape[0] != self.B:
+                raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={self.B}")
+        else:
+            a = action
         active = ~self.done
+        self.t = self.t + active.long()
         answer = active & ((a[:, 2 * N] > 0.5) | (self.tests >= self.budget))
         test = active & ~answer
         correct = ((a[:, N:2 * N] - self.blickets.double()).abs() < 0.5).all(-1)
@@ -90,14 +162,19 @@ class NexiomBatch:
         self.solved |= solved
         self.rule_correct |= answer & ((a[:, 2 * N + 1] > 0.5) == (self.rule_idx == 1))
         trial = (a[:, :N] > 0.5) & test[:, None]
-        k = (trial & self.blickets).sum(-1)
-        # A deterministic machine: P(lit) is 0 or 1, the uniform only matters for noisy rules.
-        u = torch.as_tensor(self.rng.random(self.B))
-        lit = u < _p_lit(self.rules, self.rule_idx, k)
+        u = self.uniforms.gather(1, self.tests.clamp(max=self.horizon - 1)[:, None])[:, 0]
+        lit = machine_lit(self.rules, self.rule_idx, self.blickets, trial, u)
         self.on = torch.where(test[:, None], trial, self.on)
         self.lit_now = torch.where(test, lit, self.lit_now)
         self.tests += test.long()
-        reward = torch.where(test, torch.full((self.B,), -self.test_cost, dtype=torch.float64),
-                             torch.where(solved, self.solve_reward, 0.0).double())
+        reward = torch.where(test, -self.test_cost, torch.where(solved, self.solve_reward, 0.0)).double()
+        reward = torch.where(active, reward, 0.0)
+        self.returns += reward
         self.done = self.done | answer
         return self.observation(), reward, answer, torch.zeros_like(answer)
+
+    def record(self) -> dict[str, np.ndarray]:
+        """One entry per row: ``rule``, ``blickets_correct``, ``rule_correct``, ``n_tests``, ``episode_reward``."""
+        return {"rule": np.array([self.rules[int(r)].name for r in self.rule_idx]),
+                "blickets_correct": self.solved.numpy().copy(), "rule_correct": self.rule_correct.numpy().copy(),
+                "n_tests": self.tests.numpy().copy(), "episode_reward": self.returns.numpy().copy()}

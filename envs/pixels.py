@@ -1,8 +1,8 @@
 """Pixel versions of the symbolic Blicket envs: the observation is the current panel rendered by Blender.
 
-Registered ids: ``causalplay/IVRE-Pixels-v0`` (wraps ``causalplay/IVRE-v0``) and ``causalplay/EST-Pixels-v0``
-(wraps ``causalplay/EST-v0``). Importing this module does not import Blender; the renderer's worker process
-starts on the first ``reset``.
+Registered ids: ``causalplay/IVRE-Pixels-v0`` (wraps ``causalplay/IVRE-v0``), ``causalplay/EST-Pixels-v1``
+(wraps ``causalplay/EST-v1``) and the deprecated ``causalplay/EST-Pixels-v0`` (wraps ``causalplay/EST-v0``).
+Importing this module does not import Blender; the renderer's worker process starts on the first ``reset``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = ["PIXEL_IDS", "PixelBlicketEnv", "shared_renderer"]
 #: pixel id -> the symbolic id it wraps
 PIXEL_IDS = {
     "causalplay/IVRE-Pixels-v0": "causalplay/IVRE-v0",
+    "causalplay/EST-Pixels-v1": "causalplay/EST-v1",
     "causalplay/EST-Pixels-v0": "causalplay/EST-v0",
 }
 
@@ -51,10 +52,12 @@ class PixelBlicketEnv(gymnasium.Env):
     The symbolic env's: ``Box(0, 1, (2N,), float32)``, trial then belief probabilities.
 
     ## Observation Space
-    ``Box(0, 255, (120, 160, 3), uint8)``: the panel the symbolic env currently shows. History panels are
-    **not** included -- like the symbolic observation, one observation is one panel; an agent remembers
-    earlier panels itself (or stacks frames with a wrapper). The announced blicket count, panel number and
-    phase are not drawn; they are in ``info`` (``n_blickets`` from ``reset``, ``panel = {"step", "phase"}``).
+    ``obs_mode="panel"`` (default): ``Box(0, 255, (120, 160, 3), uint8)``, the panel the symbolic env currently
+    shows; the announced blicket count, panel number and phase are not drawn, they are in ``info``
+    (``n_blickets`` from ``reset``, ``panel = {"step", "phase"}``). ``obs_mode="history"``: the symbolic
+    history form with frames, ``Dict(frames=Box(0, 255, (T, 120, 160, 3), uint8), count=Box(0, 1, (1,)),
+    shown=Box(0, 1, (1,)), last_belief=Box(0, 1, (N,)))``: every panel shown so far rendered in order, black
+    frames after them; ``count`` = announced count / N, ``shown`` = panels shown / T.
 
     ## Rewards
     The symbolic env's (``+20`` solved, else ``-1 - JSD(oracle, belief)``).
@@ -71,49 +74,73 @@ class PixelBlicketEnv(gymnasium.Env):
       ``engine``/``cache_dir``.
     * ``engine`` (``"workbench"`` default, or ``"cycles"``).
     * ``cache_dir`` (path, optional): persistent frame store (one PNG per frame) shared across runs.
+    * ``obs_mode`` (``"panel"`` or ``"history"``): see above.
     * ``render_mode`` (``"rgb_array"`` or None); ``**symbolic_kwargs`` go to the symbolic env.
 
     ## Version History
-    * v0: initial release (Blender 5.0 Workbench, 160x120).
+    * v0: initial release (Blender 5.0 Workbench, 160x120); ``obs_mode="history"`` added with EST-Pixels-v1.
+    * EST-Pixels-v1: wraps EST-v1 (the paper's random context); EST-Pixels-v0 wraps the deprecated EST-v0.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
     def __init__(self, symbolic_id: str, renderer: Renderer | None = None, engine: str = "workbench",
-                 cache_dir: str | os.PathLike | None = None, render_mode: str | None = None, **symbolic_kwargs: Any):
+                 cache_dir: str | os.PathLike | None = None, render_mode: str | None = None, obs_mode: str = "panel",
+                 **symbolic_kwargs: Any):
+        if obs_mode not in ("panel", "history"):
+            raise ValueError(f"obs_mode = {obs_mode!r}; expected 'panel' or 'history' for a pixel env")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode = {render_mode!r}; expected None or 'rgb_array'")
         if renderer is not None and not isinstance(renderer, Renderer):
             raise TypeError(f"renderer: expected a causalplay.render.Renderer, got {type(renderer).__name__}")
         self.symbolic_id = symbolic_id
-        self.symbolic = gymnasium.make(symbolic_id, disable_env_checker=True, **symbolic_kwargs)
+        self.obs_mode = obs_mode
+        self.symbolic = gymnasium.make(symbolic_id, disable_env_checker=True, obs_mode=obs_mode, **symbolic_kwargs)
         if not hasattr(self.symbolic.unwrapped, "panel"):
             raise TypeError(f"{symbolic_id!r} has no panel() method; it cannot be rendered")
         self.renderer = renderer if renderer is not None else shared_renderer(engine=engine, cache_dir=cache_dir)
         self.render_mode = render_mode
         self.action_space = self.symbolic.action_space
-        self.observation_space = spaces.Box(0, 255, (HEIGHT, WIDTH, 3), np.uint8)
+        frame = spaces.Box(0, 255, (HEIGHT, WIDTH, 3), np.uint8)
+        if obs_mode == "panel":
+            self.observation_space = frame
+        else:
+            cfg = self.symbolic.unwrapped.config
+            T, N = cfg.horizon, cfg.n_objects
+            unit = spaces.Box(0.0, 1.0, (1,), np.float32)
+            self.observation_space = spaces.Dict({"frames": spaces.Box(0, 255, (T, HEIGHT, WIDTH, 3), np.uint8),
+                                                  "count": unit, "shown": unit,
+                                                  "last_belief": spaces.Box(0.0, 1.0, (N,), np.float32)})
         self.objects: list[dict] | None = None
         self._frame: np.ndarray | None = None
+        self._frames: np.ndarray | None = None
 
-    def _observe(self) -> tuple[np.ndarray, dict]:
+    def _observe(self, symbolic_obs) -> tuple[Any, dict]:
         p = self.symbolic.unwrapped.panel()
         self._frame = self.renderer.render_frames([make_frame(self.objects, p["on"], p["lit"])])[0]
-        # a fresh copy per call: users keep observations, cached frames are shared and read-only
-        return self._frame.copy(), {"step": int(p["step"]), "phase": p["phase"]}
+        panel = {"step": int(p["step"]), "phase": p["phase"]}
+        if self.obs_mode == "panel":
+            # a fresh copy per call: users keep observations, cached frames are shared and read-only
+            return self._frame.copy(), panel
+        self._frames[p["step"] - 1] = self._frame  # panel k sits at index k - 1, like the symbolic history
+        N = len(self.objects)
+        return {"frames": self._frames.copy(), "count": symbolic_obs[:1].copy(), "shown": symbolic_obs[1:2].copy(),
+                "last_belief": symbolic_obs[-N:].copy()}, panel
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        _, info = self.symbolic.reset(seed=seed, options=options)
+        sym, info = self.symbolic.reset(seed=seed, options=options)
         if "objects" not in info:
             raise RuntimeError(f"{self.symbolic_id!r}.reset() returned no info['objects'] to render")
         self.objects = [dict(o) for o in info["objects"]]
-        obs, panel = self._observe()
+        if self.obs_mode == "history":
+            self._frames = np.zeros(self.observation_space["frames"].shape, np.uint8)
+        obs, panel = self._observe(sym)
         return obs, {**info, "panel": panel}
 
     def step(self, action):
-        _, reward, terminated, truncated, info = self.symbolic.step(action)
-        obs, panel = self._observe()
+        sym, reward, terminated, truncated, info = self.symbolic.step(action)
+        obs, panel = self._observe(sym)
         return obs, reward, terminated, truncated, {**info, "panel": panel}
 
     def render(self) -> np.ndarray | None:

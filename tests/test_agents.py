@@ -171,15 +171,27 @@ def test_planner_beam_prunes_and_keeps_exact_values():
     assert float(v1[kept].min()) >= float(v1[~kept].max()) - 1e-6
 
 
-#: Trial codes (sum_i x_i 2^i; -1 = episode over) chosen by the one-step planner before ``depth`` existed
-#: (commit 2b1ae1c), 8 episodes of seed 5, one row per trial step.
+#: Trial codes (sum_i x_i 2^i; -1 = episode over) of the depth-1 planner, 8 episodes of seed 5, one row per
+#: trial step. A regression pin: first recorded at commit 2b1ae1c from the one-step planner that existed
+#: before ``depth`` (depth=1 reproduced them exactly); re-recorded from depth=1 when the episode sampler
+#: changed to one block of uniforms per episode (issue 8), the planner code unchanged.
 OLD_PLANNER_CODES = {
-    "causalplay/IVRE-v0": [[1, 5, -1, 2, -1, 3, 4, -1], [-1, 8, -1, 8, -1, 1, 64, -1], [-1, 2, -1, 5, -1, 128, -1, -1],
-                           [-1, 128, -1, 1, -1, 1, -1, -1], [-1, 1, -1, 128, -1, -1, -1, -1],
-                           [-1, -1, -1, 1, -1, -1, -1, -1]],
-    "causalplay/EST-Conjunctive-v0": [[5, 6, 42, -1, 7, 11, 7, 5], [9, 7, 18, -1, 25, 3, 11, -1],
-                                      [17, 10, 1, -1, 5, 6, 9, -1], [-1, 1, -1, -1, 9, -1, -1, -1],
-                                      [-1, -1, -1, -1, 1, -1, -1, -1], [-1] * 8],
+    "causalplay/IVRE-v0": [
+        [-1, -1, 32, 3, -1, 16, 4, 16],
+        [-1, -1, 64, 6, -1, 6, -1, -1],
+        [-1, -1, 1, 72, -1, 8, -1, -1],
+        [-1, -1, -1, 128, -1, -1, -1, -1],
+        [-1, -1, -1, 1, -1, -1, -1, -1],
+        [-1, -1, -1, -1, -1, -1, -1, -1],
+    ],
+    "causalplay/EST-Conjunctive-v1": [
+        [-1, 17, 3, 9, 7, 19, -1, 257],
+        [-1, -1, -1, 3, -1, 7, -1, 6],
+        [-1, -1, -1, 17, -1, 9, -1, 10],
+        [-1, -1, -1, 5, -1, -1, -1, 1],
+        [-1, -1, -1, 1, -1, -1, -1, -1],
+        [-1, -1, -1, -1, -1, -1, -1, -1],
+    ],
 }
 
 
@@ -226,9 +238,9 @@ def test_map_side_belief():
     np.testing.assert_allclose(map_side_belief(m, g, eps=0.01).numpy(), [[0.51, 0.49, 0.51, 0.9]])
 
 
-# llm needs an endpoint: tests/test_llm.py plays it on these envs against the local stub server
+# llm needs an endpoint: tests/test_llm.py plays it against the local stub server
 @pytest.mark.parametrize("name", [n for n in AGENTS if n not in ("notears", "llm")])
-@pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v0"])
+@pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v1"])
 def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)
     obs = env.reset()

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 from causalplay.envs import ENV_IDS, make_batch
-from causalplay.envs.core import COLORS, MATERIALS, SHAPES, acre_types, jsd
+from causalplay.envs.reward import jsd
+from causalplay.envs.sampling import COLORS, MATERIALS, SHAPES, acre_types
 from gymnasium.utils.env_checker import check_env
 from scipy.spatial.distance import jensenshannon
 

@@ -158,7 +158,7 @@ def test_paper_template_texts():
 
 # -- stub-EIG: the llm path reproduces the eig agent -------------------------------------------------------------
 @pytest.mark.parametrize("env_id, n", [("causalplay/IVRE-v0", 60), ("causalplay/IVRE-Conjunctive-v0", 25),
-                                       ("causalplay/EST-Conjunctive-v0", 20)])
+                                       ("causalplay/EST-Conjunctive-v1", 20)])
 def test_stub_eig_reproduces_the_eig_agent(env_id, n):
     script = EIGScript()
     with StubServer(script) as srv:
@@ -277,33 +277,34 @@ def _panel_script(messages: list[dict], body: dict) -> str:
     return render_set(objs if r.group(2) == "activated" else [])
 
 
-# Written by hand from the episode (seed 0, shard 0, 1 episode of IVRE-v0: blickets 1, 2, 3, 8; context panels
-# {2, 3, 4} lit, {2, 5} lit, {9} dark, {5} dark) and the rules: context rounds 1-4, trials asked in rounds 4-9,
-# "Your answer is wrong." before every later round, nothing after round 10.
+# Written by hand from the episode (seed 0, shard 0, 1 episode of IVRE-v0: blickets 1, 2; context panels {8}
+# dark, {2, 6, 8} lit, {4, 6, 9} dark, {2, 4, 8} lit) and the rules: context rounds 1-4, trials asked in rounds
+# 4-9, "Your answer is wrong." before every later round, nothing after round 10. (The scripted model: belief =
+# the panel's objects if it lit, else none; trial in round k = object k - 2.)
 EXPECTED_TRANSCRIPT = """\
 There are nine objects: 1, 2, 3, 4, 5, 6, 7, 8, 9 that can be put on a machine. Up to four of all the objects have \
 a unique property that can activate the machine. Your goal is to find out all the objects that can activate the \
 machine in ten rounds.
 Answer all the following questions in the format of "1, 2, and 3."
 Round 1:
-2, 3, 4 are on the machine, and the machine is activated.
+8 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
-Answer: From 1-9, objects that can activate the machine are 2, 3, and 4.
+Answer: From 1-9, objects that can activate the machine are None.
 Your answer is wrong.
 Round 2:
-2, 5 are on the machine, and the machine is activated.
+2, 6, 8 are on the machine, and the machine is activated.
 Question: Which objects can activate the machine?
-Answer: From 1-9, objects that can activate the machine are 2 and 5.
+Answer: From 1-9, objects that can activate the machine are 2, 6, and 8.
 Your answer is wrong.
 Round 3:
-9 are on the machine, and the machine is not activated.
+4, 6, 9 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
 Your answer is wrong.
 Round 4:
-5 are on the machine, and the machine is not activated.
+2, 4, 8 are on the machine, and the machine is activated.
 Question: Which objects can activate the machine?
-Answer: From 1-9, objects that can activate the machine are None.
+Answer: From 1-9, objects that can activate the machine are 2, 4, and 8.
 Now design your own trial, you can put some of the objects on the machine to validate your hypothesis. \
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 2.
@@ -317,9 +318,9 @@ Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 3.
 Your answer is wrong.
 Round 6:
-3 are on the machine, and the machine is activated.
+3 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
-Answer: From 1-9, objects that can activate the machine are 3.
+Answer: From 1-9, objects that can activate the machine are None.
 Now design your own trial, you can put some of the objects on the machine to validate your hypothesis. \
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 4.
@@ -360,9 +361,9 @@ def test_show_dialogue_prints_the_appendix_d_transcript(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     env = make_batch("causalplay/IVRE-v0", 1, seed=[0, 0])
     env.reset()  # the episode the transcript above was written from
-    assert env.blickets[0].nonzero().flatten().tolist() == [0, 1, 2, 7]
-    assert [env.panels[0, k].nonzero().flatten().tolist() for k in range(4)] == [[1, 2, 3], [1, 4], [8], [4]]
-    assert env.lit[0, :4].tolist() == [True, True, False, False]
+    assert env.blickets[0].nonzero().flatten().tolist() == [0, 1]
+    assert [env.panels[0, k].nonzero().flatten().tolist() for k in range(4)] == [[7], [1, 5, 7], [3, 5, 8], [1, 3, 7]]
+    assert env.lit[0, :4].tolist() == [False, True, False, True]
     out = tmp_path / "run"
     with StubServer(_panel_script) as srv:
         spec = llm_spec(srv.url, template="ivre")

@@ -10,7 +10,7 @@ from causalplay.render import bpy_available
 
 pytestmark = pytest.mark.skipif(not bpy_available(), reason="bpy (Blender as a Python module) is not installed; "
                                 "pip install 'causalplay[render]'")
-PIXEL_IDS = ["causalplay/IVRE-Pixels-v0", "causalplay/EST-Pixels-v0"]
+PIXEL_IDS = ["causalplay/IVRE-Pixels-v0", "causalplay/EST-Pixels-v1"]
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +70,26 @@ def test_observation_is_the_current_panel(renderer):
         obs, *_ = env.step(env.action_space.sample())
     with pytest.raises(ValueError, match="render_mode"):
         gymnasium.make(PIXEL_IDS[0], render_mode="ansi")
+
+
+def test_history_mode_stacks_the_frames_of_every_panel_so_far(renderer):
+    env = gymnasium.make(PIXEL_IDS[0], renderer=renderer, obs_mode="history")
+    check_env_space = env.observation_space
+    assert check_env_space["frames"].shape == (10, 120, 160, 3)
+    panel_env = gymnasium.make(PIXEL_IDS[0], renderer=renderer)
+    obs, _ = env.reset(seed=4)
+    pobs, _ = panel_env.reset(seed=4)
+    rng = np.random.default_rng(0)
+    frames = [pobs]
+    for t in range(1, 5):
+        assert check_env_space.contains(obs)
+        for k, f in enumerate(frames):
+            np.testing.assert_array_equal(obs["frames"][k], f)
+        assert not obs["frames"][t:].any()
+        assert obs["shown"][0] == np.float32(t / 10)
+        a = np.concatenate([rng.random(9) < 0.5, np.full(9, 0.3)]).astype(np.float32)
+        obs, _, term, trunc, _ = env.step(a)
+        pobs, *_ = panel_env.step(a)
+        frames.append(pobs)
+        np.testing.assert_array_equal(obs["last_belief"], a[9:])
+        assert not (term or trunc)

@@ -1,8 +1,8 @@
 """The agent protocol: batched agents that map observations to ``[trial, belief]`` actions.
 
-An agent plays ``B`` episodes of a batched task (:class:`causalplay.envs.core.BlicketBatch`) in lock-step::
+An agent plays ``B`` episodes of a batched task (a :class:`causalplay.envs.task.Task`) in lock-step::
 
-    agent.reset(task, obs)          # task: TaskInfo (what the task tells every player), obs: [B, N + 4]
+    agent.reset(TaskInfo.from_env(task), obs)   # what the task tells every player; obs: [B, obs_size]
     for t in 1..T:
         action = agent.act(obs, active)   # [B, 2N] in [0, 1]; rows of ended episodes are ignored
         obs, reward, terminated, truncated = env.step(action)
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from causalplay.envs.task import ObsLayout, RewardSpec
 from causalplay.rules import Rule
 
 __all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief"]
@@ -25,20 +26,40 @@ __all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief"]
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """What the task's instructions tell a player (never the episode's ground truth)."""
+    """What the task's instructions tell a player (never the episode's ground truth).
+
+    ``layout`` says where each field sits in the observation and ``rewards`` holds the reward constants, so
+    agents read them from the task instead of hard-coding them (``None``: the Blicket panel layout and the
+    IVRE constants).
+    """
 
     n_objects: int
     horizon: int
     n_context: int
     rules: tuple[Rule, ...]
+    layout: ObsLayout | None = None
+    rewards: RewardSpec | None = None
     #: Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
     n_blickets: tuple[int, ...] = ()
 
     @classmethod
     def from_env(cls, env) -> TaskInfo:
-        cfg = getattr(env, "config", None)
-        return cls(cfg.n_objects if cfg is not None else env.n_objects, env.horizon, env.n_context,
-                   tuple(env.rules), n_blickets=tuple(getattr(cfg, "n_blickets", ()) or ()))
+        """From a :class:`causalplay.envs.task.Task`."""
+        counts = getattr(getattr(env, "config", None), "n_blickets", ()) or ()
+        return cls(env.n_objects, env.horizon, env.n_context, tuple(env.rules), getattr(env, "layout", None),
+                   getattr(env, "rewards", None), n_blickets=tuple(int(c) for c in counts))
+
+    @property
+    def obs_layout(self) -> ObsLayout:
+        if self.layout is not None:
+            return self.layout
+        from causalplay.envs.core import panel_layout
+
+        return panel_layout(self.n_objects, self.horizon)
+
+    @property
+    def reward_spec(self) -> RewardSpec:
+        return self.rewards if self.rewards is not None else RewardSpec()
 
 
 class Agent:
@@ -64,9 +85,10 @@ class Agent:
         return self.task.n_context <= self.t < self.task.horizon
 
     def parse(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``on [B, N]`` bool, ``lit [B]`` bool, announced count ``[B]`` long, from the observation layout."""
-        N = self.task.n_objects
-        return obs[:, :N] > 0.5, obs[:, N] > 0.5, (obs[:, N + 1] * N).round().long()
+        """``on [B, N]`` bool, ``lit [B]`` bool, announced count ``[B]`` long, from the task's observation layout."""
+        lay = self.task.obs_layout
+        return (lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5,
+                lay.get(obs, "count")[:, 0].round().long())
 
 
 class MemoryAgent(Agent):

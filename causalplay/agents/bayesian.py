@@ -144,9 +144,6 @@ class PlannerAgent(EIGAgent):
     """
 
     name = "planner"
-    #: The env's constants (``TaskConfig.solve_reward`` / ``step_cost``; IVRE and EST use these).
-    SOLVE_REWARD, STEP_COST = 20.0, 1.0
-
     def __init__(self, seed: int = 0, use_not_ended: bool = True, top_k: int = 128, chunk: int = 256,
                  oracle_beliefs: bool = True, depth: int = 1, beam: int = 8, jsd_cost: float = 0.25,
                  max_elems: int = 2**24):
@@ -215,7 +212,8 @@ class PlannerAgent(EIGAgent):
     def _values(self, w: torch.Tensor, k: int, rank: torch.Tensor | None = None) -> torch.Tensor:
         """``V_k`` of every candidate for each node's unnormalised weights ``w [n, R, S]``."""
         R, S, D = self.post.R, self.post.S, self.cand.shape[0]
-        c, win = self.STEP_COST + self.jsd_cost, self.SOLVE_REWARD
+        rw = self.task.reward_spec  # the task's constants, not hard-coded
+        c, win = rw.step_cost + self.jsd_cost, rw.solve_reward
         ps_all = w.sum(1)
         kmax = max(1, min(self.top_k, int((ps_all > 0).sum(-1).max()))) if w.shape[0] else 1
         block = max(1, self.max_elems // (R * kmax * D))

@@ -33,8 +33,7 @@ def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: f
     env = make_batch("causalplay/Nexiom-v0", episodes, seed=seed, budget=budget)
     obs = env.reset()
     N = env.n_objects
-    task = TaskInfo(N, env.horizon, 0, env.rules)
-    post = Posterior(task, episodes, dtype=torch.float64)
+    post = Posterior(TaskInfo.from_env(env), episodes, dtype=torch.float64)
     post.condition_count(env.n_blickets)
     post.log_w = post.log_w - torch.logsumexp(post.log_w, -1, keepdim=True)  # the count mask only masks
     cand = torch.as_tensor(all_trials(N)).double()
@@ -49,10 +48,11 @@ def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: f
                             p_conj.clamp(0, 1)[:, None]], 1)
         obs, _, _, _ = env.step(action)
         ran = active & ~stop
-        post.update(obs[:, :N] > 0.5, obs[:, N] > 0.5, ran)
-    return pd.DataFrame({"rule": [env.rules[int(r)].name for r in env.rule_idx],
-                         "blickets_correct": env.solved.numpy(), "rule_correct": env.rule_correct.numpy(),
-                         "n_tests": env.tests.numpy()})
+        lay = env.layout
+        post.update(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, ran)
+    rec = env.record()
+    return pd.DataFrame({"rule": rec["rule"], "blickets_correct": rec["blickets_correct"],
+                         "rule_correct": rec["rule_correct"], "n_tests": rec["n_tests"]})
 
 
 def human_nexiom() -> pd.DataFrame:

@@ -58,32 +58,21 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
 
     t0 = time.perf_counter()
     env = make_batch(env_id, n_episodes, seed=[seed, shard], **(env_kwargs or {}))
-    if not hasattr(env, "config"):
+    if env.n_context == 0 or not hasattr(env, "config"):
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
     obs = env.reset()
     agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
     agent.reset(TaskInfo.from_env(env), obs)
-    total = torch.zeros(env.B, dtype=torch.float64)
-    ctx = torch.zeros(env.B, dtype=torch.float64)
-    for t in range(1, env.horizon + 1):
-        obs, reward, _, _ = env.step(agent.act(obs, ~env.done))
-        total += reward
-        if t == env.n_context:
-            ctx = total.clone()
-        if bool(env.done.all()):
-            break
-    if env.n_context == 0:
-        ctx = torch.zeros_like(total)
-    solved = env.solved_at.numpy()
-    template = env.config.template
+    while not bool(env.done.all()):
+        obs, _, _, _ = env.step(agent.act(obs, ~env.done))
+    rec = env.record()
     episodes = np.arange(start, start + n_episodes)
     df = pd.DataFrame({
-        "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": template,
-        "split": [assign_split(f"{template}/{seed}/{e}") for e in episodes],
-        "n_blickets": env.n_blickets.numpy(), "solved_step": solved,
-        "context_solved": (solved > 0) & (solved <= env.n_context), "episode_solved": solved > 0,
-        "context_reward": ctx.numpy(), "episode_reward": total.numpy(),
+        "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],
+        "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
+        **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
+                               "episode_reward")},
         "seconds": (time.perf_counter() - t0) / n_episodes,
     })
     # Agents that talk to a model add per-episode counts (tokens, parse failures) and their dialogues.

@@ -1,0 +1,156 @@
+"""The batch-task interface every causalplay task implements (Blicket, Nexiom, and later tasks).
+
+A **Task** is ``B`` episodes stepped together with torch. Gymnasium single envs (``B = 1``), native vector
+envs (:mod:`causalplay.envs.vector`), the benchmark runner, the human-choice simulator and RL training all
+drive Tasks through this interface and never re-implement one::
+
+    task.reset()                         # every row; returns the observation [B, obs_size]
+    obs, reward, terminated, truncated = task.step(action)   # action [B, action_size] in [0, 1]
+    task.reset(rows)                     # a new episode in the rows of a bool mask / index list (autoreset)
+    task.record()                        # one entry per row: the episode as the benchmark scores it
+
+Rows whose episode has ended (``task.done``) ignore their action and get reward 0 until they are reset.
+The observation layout (:class:`ObsLayout`) and the reward constants (:class:`RewardSpec`) are data on the
+task, so no agent hard-codes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+__all__ = ["Task", "ObsField", "ObsLayout", "RewardSpec", "validate_action", "as_rows"]
+
+
+@dataclass(frozen=True)
+class ObsField:
+    """One named block of a flat observation: ``obs[..., start:start + size] * scale`` is the raw value."""
+
+    name: str
+    start: int
+    size: int = 1
+    scale: float = 1.0
+    doc: str = ""
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.start + self.size)
+
+
+@dataclass(frozen=True)
+class ObsLayout:
+    """The flat observation's fields, in order (see each task's docstring for their meaning)."""
+
+    fields: tuple[ObsField, ...]
+
+    @classmethod
+    def of(cls, *spec: tuple) -> ObsLayout:
+        """``ObsLayout.of(("on", 9, 1.0, "doc"), ("lit", 1), ...)``: consecutive fields (name, size[, scale, doc])."""
+        out, start = [], 0
+        for name, size, *rest in spec:
+            out.append(ObsField(name, start, size, *rest))
+            start += size
+        return cls(tuple(out))
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.fields)
+
+    def __getitem__(self, name: str) -> ObsField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"observation has no field {name!r}; fields are {[f.name for f in self.fields]}")
+
+    def __contains__(self, name: str) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    def get(self, obs: torch.Tensor, name: str) -> torch.Tensor:
+        """The raw value of field ``name`` (``[B, size]``; scaled back, e.g. a count from count / N)."""
+        f = self[name]
+        return obs[..., f.slice] * f.scale
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """A task's reward constants.
+
+    Blicket tasks: solving (every belief strictly within ``tol`` of the truth) gives ``+solve_reward``;
+    otherwise a step gives ``-step_cost - JSD(oracle, belief)`` with the official IVRE distance on
+    ``slots``-entry vectors with ``eps`` added (:func:`causalplay.envs.reward.ivre_jsd`). Nexiom: a test
+    costs ``step_cost``; a right answer gives ``solve_reward``.
+    """
+
+    solve_reward: float = 20.0
+    step_cost: float = 1.0
+    tol: float = 0.5
+    slots: int = 48
+    eps: float = 1e-7
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What every batched task provides (see the module docstring)."""
+
+    B: int
+    n_objects: int
+    n_context: int
+    horizon: int
+    rules: tuple
+    layout: ObsLayout
+    rewards: RewardSpec
+    done: torch.Tensor
+
+    @property
+    def obs_size(self) -> int: ...
+
+    @property
+    def action_size(self) -> int: ...
+
+    def reset(self, rows=None) -> torch.Tensor: ...
+
+    def step(self, action) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+    def record(self) -> dict[str, np.ndarray]: ...
+
+
+def as_rows(rows, B: int) -> torch.Tensor:
+    """``None`` (all), a bool mask ``[B]`` or row indices -> sorted long index tensor, validated."""
+    if rows is None:
+        return torch.arange(B)
+    r = torch.as_tensor(np.asarray(rows))
+    if r.dtype == torch.bool:
+        if r.shape != (B,):
+            raise ValueError(f"rows mask must have shape ({B},), got {tuple(r.shape)}")
+        return torch.nonzero(r).flatten()
+    if r.dtype.is_floating_point or r.ndim != 1:
+        raise ValueError(f"rows must be a bool mask of shape ({B},) or a 1-d list of row indices, got {rows!r}")
+    if len(r) and (int(r.min()) < 0 or int(r.max()) >= B):
+        raise ValueError(f"row indices must lie in [0, {B}), got {r.tolist()}")
+    if len(torch.unique(r)) != len(r):
+        raise ValueError(f"row indices must be distinct, got {r.tolist()}")
+    return r.sort().values.long()
+
+
+def validate_action(action, n_values: int) -> torch.Tensor:
+    """Check an action batch ``[B, n_values]`` (or ``[n_values]``): finite, in [0, 1]; returns float64 tensor."""
+    if isinstance(action, torch.Tensor):
+        a = action.detach().to(torch.float64).cpu().numpy()
+    else:
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"action must be an array of numbers in [0, 1], got {action!r}") from None
+    if a.shape[-1:] != (n_values,) or a.ndim > 2:
+        raise ValueError(f"action must have shape ({n_values},) (trial probabilities then belief probabilities)"
+                         f" or (B, {n_values}), got shape {tuple(a.shape)}")
+    # numpy: on the single env's small arrays its checks cost a fraction of torch's per-op overhead
+    if not (a.min(initial=0.0) >= 0.0 and a.max(initial=0.0) <= 1.0):  # False for NaN too
+        if np.isnan(a).any():
+            raise ValueError(f"action contains NaN: {a.tolist()}")
+        bad = a[(a < 0) | (a > 1)].flatten()[0]
+        raise ValueError(f"action values must lie in [0, 1], got {float(bad)!r}")
+    return torch.from_numpy(np.array(a, dtype=np.float64))

@@ -1,0 +1,160 @@
+"""Native vector envs: ``gymnasium.make_vec(id, num_envs=B)`` backed by one batched Task.
+
+:class:`TaskVectorEnv` steps ``B`` episodes with one call into the torch engine (no loop over sub-envs).
+Row ``i`` owns its generator, seeded as a single env would be (``reset(seed=s)`` gives row ``i`` the seed
+``s + i``, like gymnasium's own vector envs), so row ``i`` plays exactly the episodes of
+``gymnasium.make(id)`` reset with seed ``s + i`` and then without a seed after each episode. Autoreset follows
+gymnasium's default ``NEXT_STEP`` mode: the step after a row's episode ended resets that row (its action is
+ignored; reward 0, ``terminated = truncated = False``) and returns the new episode's first observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .task import Task, as_rows, validate_action
+
+__all__ = ["TaskVectorEnv", "task_factory", "make_ivre_vec", "make_est_vec", "make_est_acre_vec",
+           "make_est_v0_vec", "make_nexiom_vec"]
+
+
+def _numpy(obs):
+    if isinstance(obs, dict):
+        return {k: v.numpy() for k, v in obs.items()}
+    return obs.numpy()
+
+
+class TaskVectorEnv(VectorEnv):
+    """A gymnasium ``VectorEnv`` over a batched :class:`~causalplay.envs.task.Task`.
+
+    Parameters
+    ----------
+    make_task : callable ``(num_envs, rngs) -> Task``
+        Builds the task with one generator per row.
+    num_envs : int
+    single_observation_space, single_action_space : gymnasium.spaces.Space
+        The spaces of one sub-env (the single env's).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, make_task: Callable[[int, list], Task], num_envs: int, single_observation_space,
+                 single_action_space):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        self.num_envs = num_envs
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, num_envs)
+        self.action_space = batch_space(single_action_space, num_envs)
+        self._make_task = make_task
+        self.task: Task | None = None
+        self._rngs: list[np.random.Generator] | None = None
+        self._autoreset = np.zeros(num_envs, dtype=bool)
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict | None = None):
+        """Reset every row (``options={"reset_mask": mask}`` resets only the masked rows)."""
+        B = self.num_envs
+        if seed is not None or self._rngs is None:
+            if seed is None or isinstance(seed, int):
+                seeds = [None if seed is None else seed + i for i in range(B)]
+            else:
+                seeds = list(seed)
+                if len(seeds) != B:
+                    raise ValueError(f"seed must be an int or a list of {B} seeds, got {len(seeds)}")
+            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+            self.task = None
+        if self.task is None:
+            self.task = self._make_task(B, self._rngs)
+            obs = self.task.reset()
+            self._autoreset[:] = False
+        else:
+            mask = None if not options or "reset_mask" not in options else options["reset_mask"]
+            rows = as_rows(None if mask is None else np.asarray(mask, dtype=bool), B)
+            obs = self.task.reset(rows)
+            self._autoreset[rows.numpy()] = False
+        return _numpy(obs), {}
+
+    def step(self, actions):
+        if self.task is None:
+            raise RuntimeError("call reset() before step()")
+        task, B = self.task, self.num_envs
+        a = validate_action(actions, task.action_size)
+        if a.ndim != 2 or a.shape[0] != B:
+            raise ValueError(f"actions must have shape ({B}, {task.action_size}), got {tuple(a.shape)}")
+        pending = torch.as_tensor(self._autoreset)
+        reward = torch.zeros(B, dtype=torch.float64)
+        terminated = truncated = torch.zeros(B, dtype=torch.bool)
+        if not bool(task.done.all()):
+            _, reward, terminated, truncated = task.step(a, check=False)
+        obs = task.reset(pending) if bool(pending.any()) else task.observation()
+        self._autoreset = (terminated | truncated).numpy()
+        return _numpy(obs), reward.numpy(), terminated.numpy(), truncated.numpy(), {}
+
+
+# -- the registered ids -----------------------------------------------------------------------------------
+def task_factory(entry: str, kwargs: dict) -> Callable:
+    """``(batch_size, rng) -> Task`` for a registered single-env entry point and its keyword arguments."""
+    from . import blicket
+
+    name = entry.rsplit(":", 1)[-1]
+    if name == "NexiomEnv":
+        from .nexiom_core import NexiomBatch
+
+        return lambda B, rng: NexiomBatch(B, rng, **kwargs)
+    configs = {"make_ivre": blicket.IVRE, "make_est": blicket.EST, "make_est_acre": blicket.EST_ACRE,
+               "make_est_v0": blicket.EST_ACRE}
+    if name not in configs:
+        raise ValueError(f"no batched task for entry point {entry!r}")
+    kw = dict(kwargs)
+    obs_mode = kw.pop("obs_mode", "panel")
+    config = blicket.configure(configs[name], **kw)
+    from .core import BlicketBatch
+
+    return lambda B, rng: BlicketBatch(config, B, rng, obs_mode=obs_mode)
+
+
+def _blicket_vec(entry: str, num_envs: int, kwargs: dict) -> TaskVectorEnv:
+    from . import blicket
+
+    single = blicket.BlicketEnv(task_factory(entry, kwargs)(1, np.random.default_rng(0)).config,
+                                obs_mode=kwargs.get("obs_mode", "panel"))
+    return TaskVectorEnv(task_factory(entry, kwargs), num_envs, single.observation_space, single.action_space)
+
+
+def make_ivre_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec("causalplay/IVRE-v0", num_envs)`` (and its variants)."""
+    return _blicket_vec("make_ivre", num_envs, kwargs)
+
+
+def make_est_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec("causalplay/EST-v1", num_envs)`` (and its variants)."""
+    return _blicket_vec("make_est", num_envs, kwargs)
+
+
+def make_est_acre_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec("causalplay/EST-ACRE-v0", num_envs)``."""
+    return _blicket_vec("make_est_acre", num_envs, kwargs)
+
+
+def make_est_v0_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec("causalplay/EST-v0", num_envs)`` (deprecated, warns; as EST-ACRE-v0)."""
+    from .blicket import warn_est_v0
+
+    warn_est_v0()
+    return _blicket_vec("make_est_v0", num_envs, kwargs)
+
+
+def make_nexiom_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec("causalplay/Nexiom-v0", num_envs)``."""
+    from .nexiom import NexiomEnv
+
+    single = NexiomEnv(**kwargs)
+    return TaskVectorEnv(task_factory("NexiomEnv", kwargs), num_envs, single.observation_space,
+                         single.action_space)
