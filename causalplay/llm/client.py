@@ -169,6 +169,12 @@ class ChatClient:
                 self._http.close()
                 self._http = None
 
+    def __del__(self) -> None:  # an agent dropped after its run leaves no open sockets behind
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown; nothing left to do
+            pass
+
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env)
