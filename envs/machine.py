@@ -8,6 +8,8 @@ consistent with the panels that contain the object), computed with :func:`causal
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from causalplay.rules import Rule
@@ -37,12 +39,19 @@ def p_lit(rules: tuple[Rule, ...], rule_idx: torch.Tensor, k: torch.Tensor) -> t
     return p
 
 
+@functools.lru_cache(maxsize=64)
+def p_lit_table(rules: tuple[Rule, ...], n_objects: int) -> torch.Tensor:
+    """``[R, N + 1]``: ``rules[r].p_lit(k)`` for ``k = 0..N`` blickets on the machine (float64)."""
+    k = torch.arange(n_objects + 1, dtype=torch.float64)
+    return torch.stack([r.p_lit(k) for r in rules])
+
+
 def machine_lit(rules: tuple[Rule, ...], rule_idx: torch.Tensor, blickets: torch.Tensor, trial: torch.Tensor,
                 uniform: torch.Tensor) -> torch.Tensor:
     """Whether the machine lights for ``trial [..., N]`` (bool): ``uniform < P(lit)`` with the episode's own
     pre-drawn uniform, so the same episode gives the same response whatever else happens in the batch."""
     k = (trial & blickets).sum(-1)
-    return uniform < p_lit(rules, rule_idx.expand(k.shape) if rule_idx.shape != k.shape else rule_idx, k)
+    return uniform < p_lit_table(rules, trial.shape[-1])[rule_idx, k]
 
 
 class Oracle:

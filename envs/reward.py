@@ -29,19 +29,17 @@ def ivre_jsd(p: torch.Tensor, q: torch.Tensor, slots: int = 48, eps: float = 1e-
     if q.shape[-1] != N or slots < N:
         raise ValueError(f"need p, q with the same last size N <= slots, got {p.shape[-1]}, {q.shape[-1]} and "
                          f"slots={slots}")
-    p = p.to(torch.float64) + eps
-    q = q.to(torch.float64) + eps
-    pad = slots - N
-    sp = p.sum(-1, keepdim=True) + pad * eps
-    sq = q.sum(-1, keepdim=True) + pad * eps
-    p, q = p / sp, q / sq
-    m = 0.5 * (p + q)
-    ep, eq = eps / sp[..., 0], eps / sq[..., 0]  # the empty slots' values
-    em = 0.5 * (ep + eq)
-    xlogy = torch.special.xlogy
-    kl_p = (xlogy(p, p) - xlogy(p, m)).sum(-1) + pad * (xlogy(ep, ep) - xlogy(ep, em))
-    kl_q = (xlogy(q, q) - xlogy(q, m)).sum(-1) + pad * (xlogy(eq, eq) - xlogy(eq, em))
-    return torch.sqrt((0.5 * kl_p + 0.5 * kl_q).clamp(0.0, 1.0))
+    # p and q stacked on a leading axis: one op for both (the single env's step pays per op, not per value)
+    x = torch.stack(torch.broadcast_tensors(p.to(torch.float64), q.to(torch.float64))) + eps
+    total = x.sum(-1, keepdim=True) + (slots - N) * eps
+    x = x / total
+    e = eps / total  # [2, ..., 1]: the value of each empty slot
+    x = torch.cat([x, e], -1)
+    m = x.mean(0)
+    w = torch.ones(N + 1, dtype=torch.float64)
+    w[N] = slots - N  # the empty slots' term counts once per slot
+    kl = ((torch.special.xlogy(x, x) - torch.special.xlogy(x, m)) * w).sum(-1)  # [2, ...]
+    return torch.sqrt(kl.mean(0).clamp(0.0, 1.0))
 
 
 def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

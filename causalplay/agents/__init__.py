@@ -1,6 +1,5 @@
 """Agents for the Blicket tasks, batched, one protocol (see :mod:`causalplay.agents.base`).
 
-==================  ===================================================================  ==================
 name                trials / belief                                                      knows
 ==================  ===================================================================  ==================
 ``random``          random / random                                                      nothing
@@ -15,6 +14,33 @@ name                trials / belief                                             
 ``llm``             a language model's answers in IVRE's appendix-D dialogue (any         what the
                     OpenAI-compatible endpoint; ``llm:model=NAME``, docs/llm.md)          dialogue says
 ==================  ===================================================================  ==================
+=======
+The paper's names (``random`` .. ``notears``) are the IVRE paper's baselines as its public code runs them,
+quirks included where the paper's numbers depend on them (:mod:`causalplay.agents.paper`). The ``-exact`` /
+``-uniform`` rows are our cleaner variants of the same ideas (:mod:`causalplay.agents.heuristics`,
+:mod:`causalplay.agents.notears`), without those quirks.
+
+=======================  ================================================================  ==================
+name                     trials / belief                                                   knows
+=======================  ================================================================  ==================
+``random``               random / ``clip(1/2 + N(0, 1)/2)`` (paper)                         nothing
+``bayes``                random / top-count of a Bernoulli naive-Bayes classifier (paper)   count
+``naive``                first suspect alone / +-0.2 nudges from panels, carried (paper)    nothing
+``search-random``        random / consistent-assignment frequency, ``/(c + 1e-7)`` (paper)  rule
+``search-naive``         least certain object alone / as search-random (paper)              rule
+``notears``              objects in index order / logistic NOTEARS, first positive (paper)  nothing
+``random-uniform``       random / uniform in [0, 1]                                         nothing
+``bayes-exact``          random / per-object Bernoulli posterior with a count prior         count
+``naive-exact``          one untested object / co-occurrence                                count
+``search-random-exact``  random / exact posterior marginal (exact 1/2 kept)                 rule
+``search-naive-exact``   most uncertain single object / as search-random-exact              rule
+``notears-exact``        as naive-exact / DAGMA (NOTEARS-family) edges object -> lit        nothing
+``eig``                  max exact EIG / MAP of the exact posterior (+ "did not end")       rule, count
+``planner``              max expected reward over the next ``depth`` steps (default 1) /    rule, count
+                         oracle marginals on the MAP side
+``llm``                  a language model's answers in IVRE's appendix-D dialogue (any      what the
+                         OpenAI-compatible endpoint; ``llm:model=NAME``, docs/llm.md)       dialogue says
+=======================  ================================================================  ==================
 """
 
 from __future__ import annotations
@@ -26,17 +52,31 @@ from .bayesian import EIGAgent, PlannerAgent
 from .heuristics import BayesAgent, NaiveAgent, RandomAgent, SearchNaiveAgent, SearchRandomAgent
 from .llm import LLMAgent
 from .notears import NotearsAgent
+from .paper import (
+    PaperBayesAgent,
+    PaperNaiveAgent,
+    PaperNotearsAgent,
+    PaperRandomAgent,
+    PaperSearchNaiveAgent,
+    PaperSearchRandomAgent,
+)
 
 __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "split_agent_specs", "Agent", "MemoryAgent", "TaskInfo",
            "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent", "RandomAgent",
-           "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "LLMAgent"]
+           "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent", "PaperBayesAgent",
+           "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS",
+           "LLMAgent"]
 
 #: name -> class, in the benchmark's table order.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls
-    for cls in (RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent, NotearsAgent, EIGAgent,
-                PlannerAgent, LLMAgent)
+    for cls in (PaperRandomAgent, PaperBayesAgent, PaperNaiveAgent, PaperSearchRandomAgent, PaperSearchNaiveAgent,
+                PaperNotearsAgent, RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent,
+                NotearsAgent, EIGAgent, PlannerAgent, LLMAgent)
 }
+
+#: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
+PAPER_AGENTS = ("random", "bayes", "naive", "search-random", "search-naive", "notears")
 
 
 def _split_outside_quotes(text: str, sep: str, what: str) -> list[str]:

@@ -1,4 +1,7 @@
-"""The IVRE paper's heuristic agents, batched: Random, Bayes, Naive, Search-Random, Search-Naive."""
+"""Our cleaner variants of the IVRE paper's heuristic agents, batched, re-implemented from their one-line
+descriptions (no quirks of the public code): ``random-uniform``, ``bayes-exact``, ``naive-exact``,
+``search-random-exact``, ``search-naive-exact``. The paper-faithful agents under the paper's names are in
+:mod:`causalplay.agents.paper`."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ __all__ = ["RandomAgent", "BayesAgent", "NaiveAgent", "SearchRandomAgent", "Sear
 class RandomAgent(MemoryAgent):
     """Uniformly random trial and belief values in [0, 1]. Knows nothing."""
 
-    name = "random"
+    name = "random-uniform"
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         self.remember(obs)
@@ -28,7 +31,7 @@ class BayesAgent(MemoryAgent):
     ``P(lit | on, not blicket) = p_false``. It does not know the rule.
     """
 
-    name = "bayes"
+    name = "bayes-exact"
 
     def __init__(self, seed: int = 0, p_hit: float = 0.95, p_false: float = 0.5):
         super().__init__(seed)
@@ -59,7 +62,7 @@ class NaiveAgent(MemoryAgent):
     count, not the rule.
     """
 
-    name = "naive"
+    name = "naive-exact"
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         on, lit, count = self.remember(obs)
@@ -97,7 +100,7 @@ class _SearchAgent(MemoryAgent):
 class SearchRandomAgent(_SearchAgent):
     """Search belief (see :class:`_SearchAgent`) with random trials (each object with probability 1/2)."""
 
-    name = "search-random"
+    name = "search-random-exact"
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         m = self.belief(obs, active)
@@ -109,7 +112,7 @@ class SearchNaiveAgent(_SearchAgent):
     """Search belief with single-object trials on the most uncertain object (marginal closest to 1/2; ties
     broken at random)."""
 
-    name = "search-naive"
+    name = "search-naive-exact"
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         m = self.belief(obs, active)

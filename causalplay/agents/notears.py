@@ -26,7 +26,7 @@ class NotearsAgent(MemoryAgent):
     slow agent of the benchmark.
     """
 
-    name = "notears"
+    name = "notears-exact"
 
     def __init__(self, seed: int = 0, lambda1: float = 0.02, w_threshold: float = 0.3, iters: int = 1000,
                  lr: float = 0.01):

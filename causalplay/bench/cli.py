@@ -23,7 +23,8 @@ def bench(
     shard_size: int = typer.Option(2000, help="Episodes per shard (the unit of resuming and of parallel work)."),
     executor: str = typer.Option("process", help="'process' (pool) or 'serial'."),
     workers: int = typer.Option(0, help="Processes in the pool (0: one per CPU)."),
-    notears_episodes: int = typer.Option(200, help="Cap on NOTEARS episodes per seed (one DAGMA fit per step)."),
+    notears_episodes: int = typer.Option(
+        200, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
     compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds."),
     # Annotated, so that a call from Python (causalplay demo) without it gets the plain default 0.
     show_dialogue: Annotated[int, typer.Option(
@@ -61,7 +62,8 @@ def bench(
     t0 = time.perf_counter()
     df = run_benchmark(env_ids, agent_names, episodes, range(seeds), out, shard_size=shard_size,
                        executor=make_executor(executor, workers or None),
-                       episodes_per_agent={"notears": notears_episodes})
+                       episodes_per_agent={"notears": notears_episodes,
+                                                           "notears-exact": notears_episodes})
     wall = time.perf_counter() - t0
     rows = summarise(df, horizons)
     write_results(rows, out)
