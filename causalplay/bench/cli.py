@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -25,6 +26,9 @@ def bench(
     notears_episodes: int = typer.Option(
         200, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
     compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds."),
+    # Annotated, so that a call from Python (causalplay demo) without it gets the plain default 0.
+    show_dialogue: Annotated[int, typer.Option(
+        help="Print the dialogue of the first N episodes (seed 0) of every language-model agent.")] = 0,
 ) -> None:
     """Run the benchmark and print context / episode accuracy and reward (mean +- 95% CI over seeds)."""
     from rich.console import Console
@@ -37,9 +41,12 @@ def bench(
     from .runner import make_executor, run_benchmark, summarise, table, write_results
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
-    agent_names = [a.strip() for a in agents.split(",") if a.strip()]
-    from causalplay.agents import parse_agent_spec
+    from causalplay.agents import parse_agent_spec, split_agent_specs
 
+    try:
+        agent_names = split_agent_specs(agents)  # commas inside quoted values do not split
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
     for a in agent_names:
         try:
             parse_agent_spec(a)
@@ -74,7 +81,16 @@ def bench(
                       *(f"{r[c]:.2f} ± {r[c + '_ci']:.2f}" for c in ("context_acc", "context_reward", "episode_acc",
                                                                      "episode_reward", "auccess")))
         console.print(t)
-    pair = [c.strip() for c in compare.split(",") if c.strip()]
+    if "parse_failure_rate" in tab:  # language-model agents: answers that did not parse, tokens per episode
+        for _, r in tab.dropna(subset=["parse_failure_rate"]).iterrows():
+            console.print(f"{r['env']} {r['agent']}: parse failures {100 * r['parse_failure_rate']:.2f}% of "
+                          f"answers; tokens per episode {r['prompt_tokens_per_episode']:.0f} prompt + "
+                          f"{r['completion_tokens_per_episode']:.0f} completion")
+    if show_dialogue > 0:
+        from .dialogues import print_dialogues
+
+        print_dialogues(Path(out), df, show_dialogue, console)
+    pair = split_agent_specs(compare)
     if len(pair) == 2 and all(p in agent_names for p in pair) and seeds > 1:
         import pandas as pd
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -36,7 +38,10 @@ class Shard:
     @property
     def filename(self) -> str:
         # start and size are in the name: a shard from a run with other sizes is never mistaken for this one.
-        return (f"{self.env.replace('/', '_')}__{self.agent}__s{self.seed}__{self.index:05d}"
+        agent = self.agent
+        if not re.fullmatch(r"[\w.=+:-]+", agent):  # e.g. a quoted URL: keep it readable and unique
+            agent = re.sub(r"[^\w.=+:-]+", "_", agent) + "-" + hashlib.sha256(agent.encode()).hexdigest()[:8]
+        return (f"{self.env.replace('/', '_')}__{agent}__s{self.seed}__{self.index:05d}"
                 f"__{self.start}+{self.size}.csv")
 
 
@@ -63,13 +68,19 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
         obs, _, _, _ = env.step(agent.act(obs, ~env.done))
     rec = env.record()
     episodes = np.arange(start, start + n_episodes)
-    return pd.DataFrame({
+    df = pd.DataFrame({
         "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],
         "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
         **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
                                "episode_reward")},
         "seconds": (time.perf_counter() - t0) / n_episodes,
     })
+    # Agents that talk to a model add per-episode counts (tokens, parse failures) and their dialogues.
+    for col, values in (agent.episode_columns() if hasattr(agent, "episode_columns") else {}).items():
+        df[col] = values
+    if hasattr(agent, "dialogues"):
+        df.attrs["dialogues"] = agent.dialogues()
+    return df
 
 
 def _work(shard: Shard, out_dir: str, env_kwargs: dict | None) -> tuple[str, int]:
@@ -77,6 +88,12 @@ def _work(shard: Shard, out_dir: str, env_kwargs: dict | None) -> tuple[str, int
     df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start, env_kwargs)
     path = Path(out_dir) / "shards" / shard.filename
     tmp = path.with_suffix(".tmp")
+    if "dialogues" in df.attrs:  # one JSON line per episode, next to the shard (written first: the CSV marks done)
+        lines = [json.dumps({"episode": int(e), "messages": m}) for e, m in zip(df["episode"], df.attrs["dialogues"],
+                                                                             strict=True)]
+        dtmp = path.with_suffix(".dialogues.tmp")
+        dtmp.write_text("\n".join(lines) + "\n")
+        os.replace(dtmp, path.with_suffix(".dialogues.jsonl"))
     df.to_csv(tmp, index=False)
     os.replace(tmp, path)  # atomic: an interrupted run never leaves a half shard behind
     return str(path), shard.size
@@ -172,6 +189,13 @@ def summarise(df: pd.DataFrame, horizons: dict[str, tuple[int, int]] | None = No
             "auccess": auccess(g["solved_step"].to_numpy(), C, T),
             "seconds_per_episode": float(g["seconds"].mean()),
         })
+        if "llm_calls" in g and g["llm_calls"].notna().any():  # language-model agents (causalplay.agents.llm)
+            calls = float(g["llm_calls"].sum())
+            rows[-1].update({
+                "parse_failure_rate": float(g["parse_failures"].sum()) / calls if calls else 0.0,
+                "prompt_tokens_per_episode": float(g["prompt_tokens"].mean()),
+                "completion_tokens_per_episode": float(g["completion_tokens"].mean()),
+            })
     return rows
 
 
@@ -185,6 +209,9 @@ def table(rows: list[dict], level: float = 0.95) -> pd.DataFrame:
             scale = 100.0 if col.endswith("acc") or col == "auccess" else 1.0
             m, h = mean_ci((g[col] * scale).tolist(), level)
             rec[col], rec[col + "_ci"] = m, h
+        for col in ("parse_failure_rate", "prompt_tokens_per_episode", "completion_tokens_per_episode"):
+            if col in g and g[col].notna().any():  # language-model agents: means over seeds
+                rec[col] = float(g[col].mean())
         out.append(rec)
     return pd.DataFrame(out)
 
