@@ -11,6 +11,8 @@ id                                 task
 ``causalplay/EST-Conjunctive-v0``  EST with a conjunctive machine
 ``causalplay/EST-Noisy-v0``        EST with noise 0.1
 ``causalplay/Nexiom-v0``           the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
+``causalplay/CausalDAG-v0``        Lampinen et al. 2023 causal DAG world: 5 variables, 5 interventions + goal
+``causalplay/CausalDAG-Adaptive-v0`` the DAG world with 10 variables, 5 relevant (several-hot in the obs.)
 =================================  ======================================================================
 
 Every constant and the exact observation / action layout are documented on
@@ -35,6 +37,8 @@ _SPECS: dict[str, tuple[str, dict]] = {
     "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est", {"rule": "conjunctive"}),
     "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est", {"noise": 0.1}),
     "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", {}),
+    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", {}),
+    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", {}),
 }
 
 #: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
@@ -60,7 +64,7 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
 
     Returns
     -------
-    BlicketBatch or NexiomBatch
+    BlicketBatch, NexiomBatch or CausalDAGBatch
     """
     import numpy as np
 
@@ -68,6 +72,11 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
         raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS}")
     entry, base = _SPECS[env_id]
     rng = np.random.default_rng(seed)
+    if "causal_dag" in entry:
+        from .causal_dag import CausalDAGBatch, CausalDAGEnv
+
+        env = CausalDAGEnv(**{**base, **({"adaptive": True} if entry.endswith("make_adaptive") else {}), **kwargs})
+        return CausalDAGBatch(env.config, batch_size, rng)
     if entry.endswith("NexiomEnv"):
         from .nexiom_core import NexiomBatch
 
