@@ -61,8 +61,13 @@ def simulate(W: torch.Tensor, eps: torch.Tensor, do_idx: torch.Tensor | None = N
     if do_idx is not None:
         onehot = (torch.nn.functional.one_hot(do_idx.clamp_min(0), N) * (do_idx >= 0)[..., None]).to(W.dtype)
         clamp = (1.0 - onehot, onehot * do_val[..., None].to(W.dtype))
+    lead = torch.broadcast_shapes(W.shape[:-2], eps.shape[:-2])
+    S = eps.shape[-2]
+    Wb = W.expand(*lead, N, N).reshape(-1, N, N)  # bmm: far cheaper than broadcasting matmul on small matrices
+    x = x.expand(*lead, S, N)
+    eps = eps.expand(*lead, S, N)
     for _ in range(N):  # N sweeps reach the fixed point of any DAG on N nodes
-        x = f(torch.matmul(x, W) + eps)
+        x = f(torch.bmm(x.reshape(-1, S, N), Wb).view(*lead, S, N) + eps)
         if clamp is not None:
             x = x * clamp[0] + clamp[1]
     return x

@@ -3,10 +3,10 @@
 Called by ``causalplay bench --env causalplay/CausalDAG-v0 --agents ...`` (a branch in the bench CLI) and
 by ``analyses/causal_dag_table.py``. Scores (see :meth:`causalplay.envs.causal_dag.CausalDAGBatch.score`):
 ``reward_pct_optimal`` (mean over episodes of the goal-phase action's expected goal value, min-max normalised
-over the 2n actions, so the optimal action scores 1 and the worst 0), ``match`` (fraction of goal actions as
-good as the optimal one), ``reward`` (realised goal value) and ``expert_match_explore`` (fraction of
-exploration actions that touch the variable the expert's cyclic policy could have chosen is not defined for a
-random start, so it is not reported). CIs: Student-t over episodes.
+over the 2n actions, so the optimal action scores 1 and the worst 0), ``match_optimal`` (fraction of goal actions
+as good as the optimal one, i.e. matching the expert's) and ``reward`` (the realised goal value), each also on
+the "nontrivial" episodes (those in which the actions' expected goal values differ; in training structures
+the goal E is often a root, and then every action is optimal). CIs: Student-t over episodes, 95%.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def run_dag_bench(env_ids: list[str], agents: list[str], episodes: int, seeds: l
         for lin in linear:
             for split in splits:
                 for agent in agents:
-                    n = min(episodes, (episodes_per_agent or {}).get(agent.split(":")[0], episodes))
+                    caps = episodes_per_agent or {}
+                    n = min(episodes, caps.get(agent, caps.get(agent.split(":")[0], episodes)))
                     for seed in seeds:
                         torch.manual_seed(seed)
                         df = run_dag_episodes(env_id, agent, n, seed, split, lin, **env_kwargs)
