@@ -525,3 +525,19 @@ def test_analysis_smoke(tmp_path):
     assert all(0 <= r["reward_pct_optimal"] <= 1 for r in rows)
     assert all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
     assert (out / "config.json").exists() and (out / "table.md").exists() and (out / "reward_pct_optimal.png").exists()
+
+
+def test_bench_cli_runs_the_dag_loop(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from causalplay.cli import app
+
+    res = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "expert,change",
+                                   "--episodes", "6", "--seeds", "1", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    rows = json.loads((tmp_path / "results.json").read_text())
+    assert len(rows) == 2 * 2 * 2 and all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
+    bad = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "oracle"])
+    assert bad.exit_code != 0 and "unknown DAG agent" in bad.output

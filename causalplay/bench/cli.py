@@ -37,6 +37,10 @@ def bench(
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
     agent_names = [a.strip() for a in agents.split(",") if a.strip()]
+    if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
+        from causalplay.dag.bench import dag_cli
+
+        return dag_cli(env_ids, agent_names, episodes, seeds, out, notears_episodes)
     from causalplay.agents import parse_agent_spec
 
     for a in agent_names:

@@ -21,7 +21,7 @@ import torch
 
 from causalplay.bench.metrics import mean_ci
 
-__all__ = ["run_dag_episodes", "run_dag_bench", "summarise_dag", "DAG_ENV_IDS"]
+__all__ = ["run_dag_episodes", "run_dag_bench", "summarise_dag", "dag_cli", "DAG_ENV_IDS"]
 
 DAG_ENV_IDS = ("causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0")
 
@@ -112,3 +112,36 @@ def run_dag_bench(env_ids: list[str], agents: list[str], episodes: int, seeds: l
     rows = summarise_dag(pd.concat(frames, ignore_index=True))
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     return rows
+
+
+def dag_cli(env_ids: list[str], agents: list[str], episodes: int, seeds: int, out: str,
+            notears_episodes: int = 200) -> None:
+    """The ``causalplay bench`` branch for the DAG ids: train and test structures, nonlinear and linear;
+    prints reward % of optimal and match with the optimal action (mean ± 95% CI over episodes)."""
+    import typer
+    from rich.console import Console
+    from rich.table import Table
+
+    from .agents import make_dag_agent
+
+    if not all(e in DAG_ENV_IDS for e in env_ids):
+        raise typer.BadParameter(f"the causal-DAG ids {DAG_ENV_IDS} cannot be mixed with other envs; got {env_ids}")
+    for a in agents:
+        try:
+            name = a.split(":")[0]
+            if name != "bc":
+                make_dag_agent(a)
+        except (ValueError, TypeError) as err:
+            raise typer.BadParameter(str(err)) from None
+    console = Console()
+    rows = run_dag_bench(env_ids, agents, episodes, list(range(seeds)), out,
+                         episodes_per_agent={"notears": notears_episodes}, log=lambda s: None)
+    t = Table(title=f"causal DAG worlds ({seeds} seed(s); mean ± 95% CI over episodes)")
+    for col in ("env", "agent", "world", "split", "episodes", "reward % of optimal", "match %"):
+        t.add_column(col, justify="right", no_wrap=col == "agent")
+    for r in rows:
+        t.add_row(r["env"].split("/")[-1], r["agent"], "linear" if r["linear"] else "nonlinear", r["split"],
+                  str(r["episodes"]), f"{100 * r['reward_pct_optimal']:.1f} ± {100 * r['reward_pct_optimal_ci']:.1f}",
+                  f"{100 * r['match_optimal']:.1f} ± {100 * r['match_optimal_ci']:.1f}")
+    console.print(t)
+    console.print(f"results in {out}/results.json, episodes.csv")
