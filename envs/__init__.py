@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "make_batch"]
+__all__ = ["ENV_IDS", "DAG_ENV_IDS", "make_batch"]
 
 _BLICKET = "causalplay.envs.blicket"
 
@@ -41,8 +41,10 @@ _SPECS: dict[str, tuple[str, dict]] = {
     "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", {}),
 }
 
-#: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
-ENV_IDS = tuple(_SPECS)
+#: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
+ENV_IDS = tuple(i for i in _SPECS if not i.startswith("causalplay/CausalDAG"))
+#: The causal-DAG ids (Lampinen et al. 2023; a Discrete action space and their own Task, ``CausalDAGBatch``).
+DAG_ENV_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/CausalDAG"))
 
 for _id, (_entry, _kwargs) in _SPECS.items():
     if _id not in gymnasium.registry:
@@ -55,7 +57,7 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS`.
+        One of :data:`ENV_IDS` or :data:`DAG_ENV_IDS`.
     batch_size : int
     seed : int, optional
         Seeds the ``numpy.random.Generator`` all episodes draw from.
@@ -69,7 +71,7 @@ def make_batch(env_id: str, batch_size: int, seed: int | None = None, **kwargs):
     import numpy as np
 
     if env_id not in _SPECS:
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS}")
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + DAG_ENV_IDS}")
     entry, base = _SPECS[env_id]
     rng = np.random.default_rng(seed)
     if "causal_dag" in entry:

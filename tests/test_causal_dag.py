@@ -36,6 +36,13 @@ from causalplay.dag.structures import ancestors, count_structures, enumerate_str
 DAG_IDS = ["causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0"]
 
 
+def test_registered_ids():
+    from causalplay.envs import DAG_ENV_IDS, ENV_IDS
+
+    assert tuple(DAG_IDS) == DAG_ENV_IDS and not set(DAG_IDS) & set(ENV_IDS)
+    assert all(i in gym.registry for i in DAG_IDS)
+
+
 # -- gymnasium ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", DAG_IDS)
 @pytest.mark.parametrize("kwargs", [{}, {"split": "test", "linear": True}])

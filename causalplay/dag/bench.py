@@ -23,7 +23,7 @@ from causalplay.bench.metrics import mean_ci
 
 __all__ = ["run_dag_episodes", "run_dag_bench", "summarise_dag", "dag_cli", "DAG_ENV_IDS"]
 
-DAG_ENV_IDS = ("causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0")
+from causalplay.envs import DAG_ENV_IDS  # noqa: E402
 
 
 def run_dag_episodes(env_id: str, agent: str, episodes: int, seed: int, split: str = "train",
