@@ -548,3 +548,14 @@ def test_bench_cli_runs_the_dag_loop(tmp_path):
     assert len(rows) == 2 * 2 * 2 and all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
     bad = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "oracle"])
     assert bad.exit_code != 0 and "unknown DAG agent" in bad.output
+
+
+def test_docs_example_runs():
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "causal-dag.md"
+    code = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+    assert code
+    for i, src in enumerate(code):
+        exec(compile(src, f"causal-dag.md[{i}]", "exec"), {})
