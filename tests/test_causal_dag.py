@@ -247,13 +247,14 @@ def _toy_data(linear, seed=0, B=2, R=6):
     W = torch.tensor([[0, 1.2, 0], [0, 0, -0.8], [0, 0, 0]], dtype=torch.float64)
     do = torch.tensor([[-1, 0, 1, -1, 2, -1], [-1, -1, -1, 0, 0, 1]])[:B, :R]
     eps = torch.randn(B, R, 3, generator=g, dtype=torch.float64) * 0.7
-    val = torch.tensor([4.0, -4.0] * (R // 2), dtype=torch.float64).expand(B, R)
+    val = torch.tensor([4.0, -4.0] * R, dtype=torch.float64)[:R].expand(B, R)
     x = simulate(W, eps, do, val, linear)
     mask = torch.ones(B, R, dtype=torch.bool)
     mask[-1, -1] = False
     return Data(x, do, mask)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("linear", [True, False])
 def test_local_marginal_likelihood_against_quadrature(linear):
     """The NIG closed form vs brute-force numerical integration over (w, s) on a 2001 x 2001 grid (trapezoid;
@@ -286,9 +287,11 @@ def test_local_marginal_likelihood_against_quadrature(linear):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("linear", [True, False])
-def test_structure_posterior_against_importance_sampling_on_the_pyro_model(linear):
-    """Exact posterior over the 25 DAGs on 3 variables vs prior-proposal importance sampling of the Pyro model
-    (50,000 particles per structure; tolerance 0.03 on each posterior probability)."""
+def test_structure_evidence_against_importance_sampling_on_the_pyro_model(linear):
+    """Exact log p(data | G) for the 25 DAGs on 3 variables vs prior-proposal importance sampling of the Pyro
+    model (50,000 particles per structure): within 5 IS standard errors (delta method) + 0.01 for every
+    structure whose IS estimate is usable (relative SE < 0.2), and the posteriors agree to 0.06 (measured
+    at seed 0: see the assertion)."""
     import pyro
     from causalplay.models.causal_dag import causal_dag_model
     from pyro import poutine
@@ -296,16 +299,22 @@ def test_structure_posterior_against_importance_sampling_on_the_pyro_model(linea
     torch.manual_seed(0)
     d = _toy_data(linear, R=4)
     sp = enumerate_structures(3)
-    exact = log_posterior(d, sp, linear=linear).exp()
-    K, est = 50000, []
+    exact = structure_loglik(local_scores(d, sp.members, linear=linear), sp)  # [2, 25]
+    K, est, se = 50000, [], []
     for s in range(sp.size):
         cond = poutine.condition(causal_dag_model, data={"structure": torch.full((2, 1, 1), s)})
         with pyro.plate("particles", K, dim=-4):
             tr = poutine.trace(cond).get_trace(d.x, d.do, d.mask, sp, linear=linear)
         tr.compute_log_prob()
-        est.append(torch.logsumexp(tr.nodes["x"]["log_prob"].sum((-1, -2)), 0))
-    est = torch.softmax(torch.stack(est, -1), -1)
-    assert (exact - est).abs().max() < 0.03
+        lw = tr.nodes["x"]["log_prob"].sum((-1, -2))  # [K, 2]
+        est.append(torch.logsumexp(lw, 0) - math.log(K))
+        w = torch.exp(lw - lw.max(0).values)
+        se.append(w.std(0) / w.mean(0) / math.sqrt(K))
+    est, se = torch.stack(est, -1), torch.stack(se, -1)
+    usable = se < 0.2
+    assert usable.sum() >= 25  # of 50 (structure, episode) pairs; the rest have too heavy-tailed IS weights
+    assert ((exact - est).abs() < 5 * se + 0.01)[usable].all()
+    assert (exact.softmax(-1) - est.softmax(-1)).abs().max() < 0.06
 
 
 @pytest.mark.slow
@@ -405,14 +414,17 @@ def test_eig_about_structure_against_independent_nested_mc(linear):
 
 
 def test_eig_prefers_the_informative_intervention():
-    """With data showing A and B correlated but nothing about direction, intervening on A or B is worth more
-    than intervening on C (unconnected), and EIG about the best action is within [0, log 6]."""
+    """8 observational rows in which A and B covary and C looks independent: the posterior is unsure about the
+    direction between A and B (P(A->B) = 0.65, P(B->A) = 0.33), so intervening on A or B is worth more than
+    intervening on C; EIG about the best action lies in [0, log 6]."""
     g = torch.Generator().manual_seed(0)
-    a_ = torch.randn(1, 30, generator=g, dtype=torch.float64)
-    b_ = 1.5 * a_ + 0.3 * torch.randn(1, 30, generator=g, dtype=torch.float64)
-    c_ = torch.randn(1, 30, generator=g, dtype=torch.float64)
-    d = Data(torch.stack([a_, b_, c_], -1), torch.full((1, 30), -1), torch.ones(1, 30, dtype=torch.bool))
+    a_ = torch.randn(1, 8, generator=g, dtype=torch.float64) * 0.7
+    b_ = 1.0 * a_ + 0.7 * torch.randn(1, 8, generator=g, dtype=torch.float64)
+    c_ = 0.7 * torch.randn(1, 8, generator=g, dtype=torch.float64)
+    d = Data(torch.stack([a_, b_, c_], -1), torch.full((1, 8), -1), torch.ones(1, 8, dtype=torch.bool))
     sp = enumerate_structures(3)
+    post = log_posterior(d, sp, linear=True)[0].exp()
+    assert 0.2 < float(post[sp.adj[:, 0, 1]].sum()) < 0.8
     e = eig(d, sp, linear=True, n_outer=400, gen=g)[0]
     assert min(e[0], e[1], e[3], e[4]) > max(e[2], e[5]) + 0.1
     ea = eig(d, sp, linear=True, target="action", goal=torch.tensor([2]), n_outer=200, gen=g)[0]
@@ -464,6 +476,7 @@ def test_regression_agents_match_numpy():
         assert int(ap[k]) == i + 5 * (coef[i] > 0)
 
 
+@pytest.mark.slow
 def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
     from causalplay.dag.bench import run_dag_episodes
 
