@@ -210,6 +210,16 @@ def test_structure_counts_against_brute_force():
     assert count_structures(None) == len(edges) == 13955
     assert count_structures("train") == len(train) == 8740
     assert count_structures("test") == len(test) == 3292
+    # the paper's 1,277 is none of these readings: up to relabelling A, B, C (pure-python canonical forms)
+    canon = {min(tuple(tuple(sorted(p[q] for q in c[p.index(j)])) for j in range(5))
+                 for p in [list(x) + [3, 4] for x in itertools.permutations(range(3))])
+             for c in (tuple(tuple(ps) for ps in c) for c in dags if not _is_anc(c, 3, 4))}
+    from causalplay.dag.structures import count_up_to_relabelling
+
+    sp = enumerate_structures(5)
+    tr = sp.adj.numpy()[~ancestors(sp.adj.numpy())[:, 3, 4]]
+    assert count_up_to_relabelling(tr) == len(canon) == 1546
+    assert count_up_to_relabelling(tr, connected=True) == 1210
 
 
 def test_sampler_respects_the_splits_and_reaches_the_enumerated_support():

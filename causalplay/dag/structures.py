@@ -16,7 +16,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-__all__ = ["StructureSpace", "parent_sets", "enumerate_structures", "ancestors", "count_structures"]
+__all__ = ["StructureSpace", "parent_sets", "enumerate_structures", "ancestors", "count_structures",
+           "count_up_to_relabelling"]
 
 
 def parent_sets(n: int, j: int, max_parents: int = 2) -> list[tuple[int, ...]]:
@@ -104,3 +105,23 @@ def count_structures(split: str | None = None, n: int = 5, target: int = 3, goal
     else:
         raise ValueError(f"split must be None, 'train' or 'test', got {split!r}")
     return int(keep.sum())
+
+
+def count_up_to_relabelling(adj: np.ndarray, fixed: tuple[int, ...] = (3, 4), connected: bool = False) -> int:
+    """Number of distinct structures among ``adj [S, n, n]`` when the variables not in ``fixed`` are
+    interchangeable (graphs equal up to relabelling them count once); ``connected=True`` keeps only weakly
+    connected graphs. Used to compare our labelled count with the paper's 1,277 (see docs/causal-dag.md)."""
+    adj = np.asarray(adj, dtype=bool)
+    n = adj.shape[-1]
+    if connected:
+        und = adj | adj.transpose(0, 2, 1) | np.eye(n, dtype=bool)[None]
+        adj = adj[ancestors(und)[:, 0].all(1)]
+    free = [i for i in range(n) if i not in fixed]
+    bits = 1 << np.arange(n * n, dtype=np.int64)
+    codes = []
+    for perm in itertools.permutations(free):
+        p = np.arange(n)
+        p[free] = perm
+        q = adj[:, p][:, :, p]  # relabel: new variable k is old variable p[k]
+        codes.append((q.reshape(len(q), -1) * bits).sum(1))
+    return int(len(np.unique(np.min(np.stack(codes), 0))))
