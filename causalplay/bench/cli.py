@@ -41,6 +41,11 @@ def bench(
     from .runner import make_executor, run_benchmark, summarise, table, write_results
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
+    if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
+        from causalplay.dag.bench import dag_cli
+
+        return dag_cli(env_ids, [a.strip() for a in agents.split(",") if a.strip()], episodes, seeds, out,
+                       notears_episodes)
     from causalplay.agents import parse_agent_spec, split_agent_specs
 
     try:
