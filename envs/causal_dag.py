@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from .task import ObsField, ObsLayout
+
 __all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
            "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive"]
 
@@ -208,6 +210,14 @@ def _sample_weights(rng: np.random.Generator, adj: np.ndarray, split: str, wmax:
     return W
 
 
+@dataclass(frozen=True)
+class DAGRewards:
+    """The DAG task's reward constants: ``explore_reward`` per exploration step; the goal-phase step gives the
+    goal variable's value after the intervention."""
+
+    explore_reward: float = 0.0
+
+
 class CausalDAGBatch:
     """``B`` causal-DAG episodes stepped together (torch, float64).
 
@@ -222,7 +232,11 @@ class CausalDAGBatch:
     goal : ``[B]`` index of the goal variable (role E). relevant : ``[B, N]`` bool.
     goal_values : ``[B, 2N]`` expected goal value of each goal-phase action under the true SCM (exact when
     ``linear``, else the mean over ``n_mc`` noise draws). optimal_action : ``[B]`` its argmax.
-    actions : ``[B, T]`` long (-1 before taken), rewards ``[B]`` goal-phase reward, done ``[B]`` bool.
+    actions : ``[B, T]`` long (-1 before taken), returns ``[B]`` goal-phase reward, done ``[B]`` bool.
+
+    A :class:`causalplay.envs.task.Task`: ``layout`` names the observation's blocks, ``rewards`` holds the reward
+    constants (:class:`DAGRewards`), :meth:`record` gives the benchmark's per-episode scores. The action is one
+    integer per row (``action_size = 1``).
     """
 
     def __init__(self, config: DAGConfig, batch_size: int, rng: np.random.Generator):
@@ -235,6 +249,12 @@ class CausalDAGBatch:
         self.n_explore = config.n_explore
         self.horizon = config.horizon
         self.n_context = 0
+        self.n_objects = self.N
+        self.rules = ()
+        self.action_size = 1
+        self.rewards = DAGRewards(config.explore_reward)
+        self.layout = ObsLayout(tuple(ObsField(k, sl.start, sl.stop - sl.start) for k, sl in config.obs_layout.items()))
+        self.done = torch.ones(batch_size, dtype=torch.bool)  # nothing runs before the first reset()
         self.obs_layout = config.obs_layout
         self.obs_size = config.obs_size
         self.n_actions = 2 * self.N
@@ -314,7 +334,7 @@ class CausalDAGBatch:
             self.actions = torch.full((self.B, self.horizon), -1, dtype=torch.long)
             self.outcomes = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
             self.initial = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
-            self.rewards = torch.zeros(self.B, dtype=torch.float64)
+            self.returns = torch.zeros(self.B, dtype=torch.float64)
             self.done = torch.zeros(self.B, dtype=torch.bool)
             self._obs = torch.zeros(self.B, self.obs_size, dtype=torch.float64)
             rows = torch.arange(self.B)
@@ -331,7 +351,7 @@ class CausalDAGBatch:
             self.actions[rows] = -1
             self.outcomes[rows] = 0
             self.initial[rows] = 0
-            self.rewards[rows] = 0
+            self.returns[rows] = 0
             self.done[rows] = False
             self._obs[rows] = 0
         self.optimal_action = self.goal_values.argmax(1)
@@ -371,7 +391,7 @@ class CausalDAGBatch:
         reward = torch.zeros(self.B, dtype=torch.float64)
         goal_val = out[torch.arange(len(rows)), self.goal[rows]]
         reward[rows] = torch.where(goal_phase, goal_val, torch.full_like(goal_val, self.explore_reward))
-        self.rewards[rows] += torch.where(goal_phase, goal_val, 0.0)
+        self.returns[rows] += torch.where(goal_phase, goal_val, 0.0)
         self.actions[rows, t] = a[rows]
         self.outcomes[rows, t] = out
         L, N = self.obs_layout, self.N
@@ -394,6 +414,10 @@ class CausalDAGBatch:
         self.done |= term
         return obs.clone(), reward, term, torch.zeros(self.B, dtype=torch.bool)
 
+    def record(self) -> dict[str, np.ndarray]:
+        """The benchmark's per-episode record (see :meth:`score`), as numpy arrays."""
+        return {k: v.numpy().copy() for k, v in self.score().items()}
+
     # -- scores ------------------------------------------------------------------------------------------------
     def score(self) -> dict[str, torch.Tensor]:
         """Per-episode goal-phase scores (after the episode ended): ``pct_optimal`` =
@@ -405,7 +429,7 @@ class CausalDAGBatch:
         lo, hi = mu.min(1).values, mu.max(1).values
         rng = hi - lo
         pct = torch.where(rng > 1e-9, (mine - lo) / rng.clamp_min(1e-12), torch.ones_like(mine))
-        return {"pct_optimal": pct, "match": mine >= hi - 1e-9, "reward": self.rewards.clone(),
+        return {"pct_optimal": pct, "match": mine >= hi - 1e-9, "reward": self.returns.clone(),
                 "expected_reward": mine, "optimal_reward": hi}
 
 
