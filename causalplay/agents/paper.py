@@ -187,7 +187,7 @@ class PaperBayesAgent(MemoryAgent):
         if self.lag:
             use[:, -1] = False
         p = bernoulli_nb_single_object(self.panels, self.lits, use)
-        belief = first_of_top_values(p, count).double() if self.belief_mode == "top-count" else p
+        belief = first_of_top_values(p, count).double() if self.belief_mode == "top-count" else as_public_belief(p)
         if self.trials == "random":
             trial = _bernoulli_trials(self.B, N, self.gen)
         else:
