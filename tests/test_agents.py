@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from causalplay.envs import make_batch
+from obs import panel_obs
 
 from causalplay.agents import AGENTS, EIGAgent, PlannerAgent, TaskInfo, make_agent, map_side_belief
 from causalplay.agents.notears import NotearsAgent
@@ -45,13 +46,8 @@ def test_posterior_count_update_and_exclusion_match_brute_force():
                                   [[1, 1, 0, 0], [0, 0, 0, 1]])
 
 
-def _obs(on, lit, count, n=4, t=1, horizon=6):
-    o = torch.zeros(1, n + 4)
-    o[0, :n] = torch.as_tensor(on, dtype=torch.float32)
-    o[0, n] = float(lit)
-    o[0, n + 1] = count / n
-    o[0, n + 2] = t / horizon
-    return o
+def _obs(on, lit, count=1, n=None, t=1, horizon=6):
+    return panel_obs(on, lit, count, t, horizon, n)
 
 
 def test_eig_agent_picks_a_max_entropy_trial():

@@ -6,6 +6,7 @@ import pytest
 import torch
 from causalplay.envs.blicket import IVRE
 from causalplay.envs.core import BlicketBatch
+from obs import panel_obs
 
 from causalplay.agents import PAPER_AGENTS, TaskInfo, make_agent
 from causalplay.agents.paper import (
@@ -25,14 +26,8 @@ def _task(n=3, horizon=10, n_context=0):
     return TaskInfo(n_objects=n, horizon=horizon, n_context=n_context, rules=(disjunctive(),))
 
 
-def _obs(on, lit, count=1, t=1, horizon=10):
-    n = len(on)
-    o = torch.zeros(1, n + 4)
-    o[0, :n] = torch.as_tensor(on, dtype=torch.float32)
-    o[0, n] = float(lit)
-    o[0, n + 1] = count / n
-    o[0, n + 2] = t / horizon
-    return o
+def _obs(on, lit, count=1, n=None, t=1, horizon=10):
+    return panel_obs(on, lit, count, t, horizon, n)
 
 
 ACTIVE = torch.tensor([True])
