@@ -30,15 +30,20 @@ __all__ = ["EXECUTORS", "EXTRAS", "SerialExecutor", "ProcessExecutor", "RayExecu
            "make_executor", "check_executor", "abort", "available"]
 
 
-def _init_worker() -> None:
-    """Pool initialiser: one torch thread per process; Ctrl-C is the driver's to handle."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _one_thread() -> None:
+    """One torch thread: each worker has one CPU, so intra-op threads would oversubscribe."""
     try:
         import torch
 
-        torch.set_num_threads(1)  # one process per core; intra-op threads would oversubscribe
+        torch.set_num_threads(1)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
+
+
+def _init_worker() -> None:
+    """Process-pool initialiser: one torch thread; Ctrl-C is the driver's to handle (it aborts the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _one_thread()
 
 
 class SerialExecutor(Executor):
@@ -99,8 +104,8 @@ class ProcessExecutor(ProcessPoolExecutor):
 
 
 def _call(fn: Callable, args: tuple, kwargs: dict):
-    """Body of the Ray task: one torch thread (Ray gives each task one CPU), then the function."""
-    _init_worker()
+    """Body of a Ray or Dask task: one torch thread (each task has one CPU), then the function."""
+    _one_thread()
     return fn(*args, **kwargs)
 
 
@@ -224,7 +229,9 @@ class DaskExecutor(Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Close the client (and the local cluster if this executor started it)."""
         try:
-            self._executor.shutdown(wait=wait and not cancel_futures, cancel_futures=cancel_futures)
+            if cancel_futures:
+                self._client.cancel(list(getattr(self._executor, "_futures", ())), force=True)
+            self._executor.shutdown(wait=wait and not cancel_futures)
         finally:
             self._client.close()
             if self._cluster is not None:
