@@ -200,18 +200,21 @@ class DaskExecutor(Executor):
     workers : int or None
         Worker processes (one thread each) of the local cluster started when ``address`` is ``None``.
     address : str or None
-        Scheduler address of a running cluster (``tcp://host:8786``); ``None`` starts a ``LocalCluster`` for the
-        lifetime of this executor.
+        Scheduler address of a running cluster (``tcp://host:8786``); ``None`` starts a ``LocalCluster`` on
+        127.0.0.1 for the lifetime of this executor (its scratch folder in the system temp dir, removed after).
     """
 
     def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        import dask
         from distributed import Client, LocalCluster
 
-        self._cluster = None
+        self._cluster, self._own_temp = None, None
         if address is None:
             n = workers or os.cpu_count() or 1
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address=None, host="127.0.0.1")
+            self._own_temp = tempfile.mkdtemp(prefix="causalplay-dask-")
+            with dask.config.set({"temporary-directory": self._own_temp}):  # the scheduler's scratch folder too
+                self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                             host="127.0.0.1", local_directory=self._own_temp)
             self._client = Client(self._cluster)
         else:
             self._client = Client(address)
@@ -236,6 +239,9 @@ class DaskExecutor(Executor):
             self._client.close()
             if self._cluster is not None:
                 self._cluster.close()
+            if self._own_temp:
+                shutil.rmtree(self._own_temp, ignore_errors=True)
+                self._own_temp = None
 
 
 #: kind -> (factory(workers, address), extra that provides it or None, module that must be importable).

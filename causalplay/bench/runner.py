@@ -219,22 +219,28 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
         slots = getattr(executor, "slots", None)
         limit = 2 * slots if slots else len(todo)  # lazy submission: Ctrl-C has little to cancel
         queue, pending = iter(todo), set()
+
+        def harvest(done: set) -> None:
+            for f in done:
+                res = f.result()
+                if res["causalplay"] != __version__:
+                    raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
+                                     f"{__version__}: install the same version on every node")
+                write_shard(folder, res["shard"], res["records"], columns=EPISODE_COLUMNS, env_kwargs=env_kwargs,
+                            version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
+                bar.update(res["shard"].size)
+
         try:
             while True:
                 while len(pending) < limit and (s := next(queue, None)) is not None:
                     pending.add(executor.submit(run_shard, s, env_kwargs))
+                    done = {f for f in pending if f.done()}  # the serial executor finishes inside submit:
+                    pending -= done                          # write before the next shard starts
+                    harvest(done)
                 if not pending:
                     break
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    res = f.result()
-                    if res["causalplay"] != __version__:
-                        raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
-                                         f"{__version__}: install the same version on every node")
-                    write_shard(folder, res["shard"], res["records"], columns=EPISODE_COLUMNS,
-                                env_kwargs=env_kwargs, version=__version__,
-                                extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
-                    bar.update(res["shard"].size)
+                harvest(done)
         except BaseException:
             for f in pending:
                 f.cancel()
