@@ -74,11 +74,9 @@ def ray_cluster(out: Path) -> dict:
     return {"nodes": nodes, "slots": slots, "abort": aborted}
 
 
-def ray_abort(out: Path, address: str | None = None) -> dict:
-    """Ctrl-C while the Ray executor runs: KeyboardInterrupt raised in the driver after the first shard is
-    written; the executor must be torn down and every shard on disk must verify."""
-    import ray
-
+def interrupted(out: Path, executor: str, **kw) -> dict:
+    """Ctrl-C in the driver (KeyboardInterrupt raised when the second shard is about to be written): the run must
+    stop, tear its executor down, and leave only verifying shards."""
     from causalplay import __version__
     from causalplay.bench import runner
     from causalplay.bench.shards import check_shard
@@ -93,7 +91,7 @@ def ray_abort(out: Path, address: str | None = None) -> dict:
 
     runner.write_shard = interrupting
     try:
-        small_table(out, "ray", address=address, workers=None if address else 2)
+        small_table(out, executor, **kw)
         raised = False
     except KeyboardInterrupt:
         raised = True
@@ -101,15 +99,27 @@ def ray_abort(out: Path, address: str | None = None) -> dict:
         runner.write_shard = real
     plan = runner.plan_shards(ENVS, AGENTS, EPISODES, SEEDS, SHARD)
     verified = [s.filename for s in plan if check_shard(out / "shards", s, None, __version__) is None]
-    return {"raised": raised, "ray_still_up": ray.is_initialized(), "verified": verified}
+    return {"raised": raised, "verified": verified}
+
+
+def ray_abort(out: Path, address: str | None = None) -> dict:
+    """:func:`interrupted` with the Ray executor; Ray must be disconnected afterwards."""
+    import ray
+
+    rec = interrupted(out, "ray", address=address, workers=None if address else 2)
+    return {**rec, "ray_still_up": ray.is_initialized()}
 
 
 def dask(out: Path) -> dict:
+    """The table on a 2-worker LocalCluster, then an interrupted run (its own LocalCluster, aborted)."""
+    before = set(Path(tempfile.gettempdir()).glob("causalplay-dask-*"))
     small_table(out, "dask", workers=2)
-    return {}
+    rec = interrupted(out.with_name("dask-abort"), "dask", workers=2)
+    left = set(Path(tempfile.gettempdir()).glob("causalplay-dask-*")) - before
+    return {"abort": rec, "temp_left": [str(p) for p in left]}
 
 
-PARTS = {"ray-local": ray_local, "ray-cluster": ray_cluster, "ray-abort": ray_abort, "dask": dask}
+PARTS = {"ray-local": ray_local, "ray-cluster": ray_cluster, "dask": dask}
 
 if __name__ == "__main__":
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -1,4 +1,4 @@
-"""Ray (local head and a 2-node cluster) and Dask (LocalCluster) give the same table.csv as the serial executor.
+"""Ray (local head, 2-node cluster) and Dask (LocalCluster) give serial's table.csv; Ctrl-C stops them.
 
 Cluster traffic must stay on loopback: the runs happen in ``tests/bench_cluster_run.py`` inside a network
 namespace of their own (``unshare -n``), with ``HOME`` pointed at an empty folder that must stay empty.
@@ -80,5 +80,7 @@ def test_ray_two_node_cluster_same_table_and_ctrl_c(cluster_runs):
     assert len(ab["verified"]) == 1 < n_shards  # the one shard written before Ctrl-C verifies
 
 
-def test_dask_local_cluster_same_table(cluster_runs):
-    _check(cluster_runs, "dask", "distributed")
+def test_dask_local_cluster_same_table_and_ctrl_c(cluster_runs):
+    rec = _check(cluster_runs, "dask", "distributed")
+    assert rec["abort"]["raised"] and len(rec["abort"]["verified"]) == 1
+    assert rec["temp_left"] == []  # scratch folders of both LocalClusters removed

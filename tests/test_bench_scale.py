@@ -349,3 +349,14 @@ def test_same_table_serial_and_process(tmp_path):
                     executor=kind, workers=2 if kind == "process" else None)
         tabs.append(runner.table(runner.summarise(df)).to_csv(index=False))
     assert tabs[0] == tabs[1]
+
+
+def test_docs_cluster_section_example_runs():
+    import re
+
+    text = (REPO / "docs" / "benchmark.md").read_text()
+    section = text[text.index("## Running on a cluster"):]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert code
+    for src in code:
+        exec(compile(src, "benchmark.md", "exec"), {})
