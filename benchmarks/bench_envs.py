@@ -1,6 +1,10 @@
 """Throughput of the symbolic envs and agents: env steps/s (batched engine, gymnasium single env, native
 ``make_vec`` vector env, measured side by side in one run) and agent episodes/s.
 
+Env rates are given twice: per wall-clock second and per CPU second of this process (``time.process_time``,
+one torch thread). On a machine shared with other jobs the wall-clock rate drops with the load, the CPU-time
+rate much less, so ratios are taken on CPU time (both are printed).
+
 Usage: ``.venv/bin/python benchmarks/bench_envs.py [--episodes 10000] [--threads 1] [--envs-only]
 [--out runs/bench_envs.json]``; prints JSON and writes it to ``--out``.
 """
@@ -29,23 +33,33 @@ def batched_env_steps(env_id: str, batch: int) -> float:
     return batch * env.horizon / (time.perf_counter() - t0)
 
 
-def gym_env_steps(env_id: str, n_steps: int = 500) -> float:
+def _rates(n: int, t0: tuple[float, float]) -> tuple[float, float]:
+    """``n`` per wall second and per CPU second since ``t0 = (perf_counter, process_time)``."""
+    return n / (time.perf_counter() - t0[0]), n / (time.process_time() - t0[1])
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def gym_env_steps(env_id: str, n_steps: int = 500) -> tuple[float, float]:
+    """(wall, CPU) steps/s of ``gymnasium.make(env_id)`` with random actions, resets included."""
     import gymnasium as gym
 
     import causalplay  # noqa: F401
 
     env = gym.make(env_id)
-    rng = np.random.default_rng(0)
+    acts = np.random.default_rng(0).random((64, env.action_space.shape[0])).astype(np.float32)
     env.reset(seed=0)
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        _, _, term, trunc, _ = env.step(rng.random(env.action_space.shape).astype(np.float32))
+    t0 = _clock()
+    for i in range(n_steps):
+        _, _, term, trunc, _ = env.step(acts[i % 64])
         if term or trunc:
             env.reset()
-    return n_steps / (time.perf_counter() - t0)
+    return _rates(n_steps, t0)
 
 
-def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> float:
+def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> tuple[float, float]:
     """Steps/s (sub-env steps) of ``gymnasium.make_vec(env_id, num_envs)`` -- the native vector env --
     with random actions, autoreset included."""
     import gymnasium as gym
@@ -55,10 +69,10 @@ def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> fl
     env = gym.make_vec(env_id, num_envs=num_envs)
     env.reset(seed=0)
     acts = np.random.default_rng(0).random((16, num_envs, env.single_action_space.shape[0])).astype(np.float32)
-    t0 = time.perf_counter()
+    t0 = _clock()
     for i in range(n_steps):
         env.step(acts[i % 16])
-    return num_envs * n_steps / (time.perf_counter() - t0)
+    return _rates(num_envs * n_steps, t0)
 
 
 def agent_episodes(env_id: str, agent: str, episodes: int) -> float:
@@ -79,13 +93,13 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     out = {"threads": args.threads}
     for env_id in ("causalplay/IVRE-v0", "causalplay/EST-v1"):
-        single = gym_env_steps(env_id, 2000)
+        single = gym_env_steps(env_id, 3000)
         vec = vector_env_steps(env_id, 256)
         out[env_id] = {
             "batched_steps_per_s": {str(b): round(batched_env_steps(env_id, b)) for b in (1, 100, args.episodes)},
-            "gym_steps_per_s": round(single),
-            "make_vec_256_steps_per_s": round(vec),
-            "make_vec_256_over_single": round(vec / single, 1),
+            "gym_steps_per_s": {"wall": round(single[0]), "cpu": round(single[1])},
+            "make_vec_256_steps_per_s": {"wall": round(vec[0]), "cpu": round(vec[1])},
+            "make_vec_256_over_single": {"wall": round(vec[0] / single[0], 1), "cpu": round(vec[1] / single[1], 1)},
         }
         if not args.envs_only:
             out[env_id]["agent_episodes_per_s"] = {

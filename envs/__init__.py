@@ -14,9 +14,11 @@ id                                     task
 ``causalplay/EST-v0``                  deprecated: the same as EST-ACRE-v0 (``-Conjunctive-v0``,
                                        ``-Noisy-v0`` likewise), warns
 ``causalplay/Nexiom-v0``               the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
+``causalplay/CausalDAG-v0``            Lampinen et al. 2023 causal DAG world: 5 variables, 5 interventions + goal
+``causalplay/CausalDAG-Adaptive-v0``   the DAG world with 10 variables, 5 relevant (several-hot in the obs.)
 =====================================  ==================================================================
 
-Every id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
+Every Blicket id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
 :mod:`causalplay.envs.vector`) on the same batched engine; :func:`make_batch` gives the engine itself (a
 :class:`causalplay.envs.task.Task`). Every constant and the exact observation / action layout are documented on
 :class:`causalplay.envs.blicket.BlicketEnv` and in ``docs/environments.md``.
@@ -26,13 +28,14 @@ from __future__ import annotations
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "make_batch"]
+__all__ = ["ENV_IDS", "DAG_ENV_IDS", "make_batch"]
 
 _BLICKET = "causalplay.envs.blicket"
 _VECTOR = "causalplay.envs.vector"
 
-#: id -> (single entry point, vector entry point, kwargs). Strings only, so `import causalplay` stays cheap.
-_SPECS: dict[str, tuple[str, str, dict]] = {
+#: id -> (single entry point, vector entry point or None, kwargs). Strings only, so `import causalplay` stays
+#: cheap. Without a vector entry point gymnasium.make_vec loops single envs (SyncVectorEnv).
+_SPECS: dict[str, tuple[str, str | None, dict]] = {
     "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec", {}),
     "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec",
                                        {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
@@ -46,10 +49,14 @@ _SPECS: dict[str, tuple[str, str, dict]] = {
                                       {"rule": "conjunctive"}),
     "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {"noise": 0.1}),
     "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", f"{_VECTOR}:make_nexiom_vec", {}),
+    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {}),
+    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", None, {}),
 }
 
-#: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
-ENV_IDS = tuple(_SPECS)
+#: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
+ENV_IDS = tuple(i for i in _SPECS if not i.startswith("causalplay/CausalDAG"))
+#: The causal-DAG ids (Lampinen et al. 2023; a Discrete action space and their own Task, ``CausalDAGBatch``).
+DAG_ENV_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/CausalDAG"))
 
 for _id, (_entry, _vec, _kwargs) in _SPECS.items():
     if _id not in gymnasium.registry:
@@ -62,7 +69,7 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS`.
+        One of :data:`ENV_IDS` or :data:`DAG_ENV_IDS`.
     batch_size : int
     seed : int or sequence of int, optional
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
@@ -72,15 +79,20 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
 
     Returns
     -------
-    BlicketBatch or NexiomBatch
+    BlicketBatch, NexiomBatch or CausalDAGBatch
     """
     import numpy as np
 
     if env_id not in _SPECS:
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS}")
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + DAG_ENV_IDS}")
     from . import vector
 
     entry, _, base = _SPECS[env_id]
+    if "causal_dag" in entry:
+        from .causal_dag import CausalDAGBatch, CausalDAGEnv
+
+        env = CausalDAGEnv(**{**base, **({"adaptive": True} if entry.endswith("make_adaptive") else {}), **kwargs})
+        return CausalDAGBatch(env.config, batch_size, np.random.default_rng(seed))
     return vector.task_factory(entry, {**base, **kwargs})(batch_size, np.random.default_rng(seed))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+import numpy as np
 from gymnasium import spaces
 
 from causalplay.rules import Rule
@@ -42,7 +43,17 @@ def configure(config: TaskConfig, rule: str | Rule | None = None, noise: float =
         base = rule if rule is not None else config.rules[0]
         config = dataclasses.replace(config, rules=_rules(base, noise))
     if n_blickets is not None:
-        config = dataclasses.replace(config, n_blickets=tuple(n_blickets))
+        if isinstance(n_blickets, int) and not isinstance(n_blickets, bool):
+            n_blickets = (n_blickets,)  # one allowed count
+        try:
+            counts = tuple(int(c) for c in n_blickets if isinstance(c, (int, np.integer)) and not isinstance(c, bool))
+            ok = len(counts) == len(tuple(n_blickets))
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"n_blickets must be an int or a tuple of ints (the allowed blicket counts), "
+                             f"got {n_blickets!r}")
+        config = dataclasses.replace(config, n_blickets=counts)
     return config
 
 
@@ -90,13 +101,14 @@ class BlicketEnv(_Single):
 
     ## Info
     ``reset``: ``objects`` (N dicts ``shape``/``material``/``color``), ``n_blickets``, ``step``. Every step:
-    ``step``, ``oracle`` (the marginals the belief was scored against), ``solved``; the ground truth
+    ``step``, ``oracle`` (the marginals the belief was scored against: uniform over the task's rules when it
+    has several, so it never reveals the hidden rule), ``solved``; the ground truth
     (``blickets``, ``rule``) only once the episode ended. :meth:`panel` describes the current panel.
 
     ## Arguments
     * ``config`` (:class:`causalplay.envs.core.TaskConfig`): the task (``IVRE``, ``EST``, ``EST_ACRE``).
     * ``rule`` (name or Rule) and ``noise`` (flip probability): override the task's rule.
-    * ``n_blickets`` (tuple of int): override the allowed blicket counts.
+    * ``n_blickets`` (int or tuple of int): override the allowed blicket counts.
     * ``obs_mode`` (``"panel"``, ``"history"`` or ``"dict"``): the observation, see above.
 
     ## Version History

@@ -183,7 +183,7 @@ class BlicketBatch:
         x["last_belief"][idx] = 0.5
         self._oracle.reset(idx)
         if C:
-            self._oracle.update(idx, ep.rule_idx, panels[:, 0], lit[:, 0])
+            self._oracle.update(idx, panels[:, 0], lit[:, 0])
         return self.observation()
 
     # -- the oracle ----------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ class BlicketBatch:
             ridx = x["rule_idx"][idx]
             lit = machine_lit(self.rules, ridx, x["blickets"][idx], on, x["uniforms"][idx, k])
             x["panels"][idx, k], x["lit"][idx, k] = on, lit
-            self._oracle.update(rows, ridx, on, lit)
+            self._oracle.update(rows, on, lit)
         truncated = active & ~solved & (t >= cfg.horizon)
         x["t"][:] = t
         x["done"] |= solved | truncated

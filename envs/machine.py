@@ -58,48 +58,49 @@ def machine_lit(rules: tuple[Rule, ...], rule_idx, blickets, trial, uniform) -> 
 
 
 class Oracle:
-    """The oracle of ``B`` episodes: weights ``w [B, S]`` over all ``S = 2^N`` blicket sets (uniform prior), each
-    row under its episode's rule, updated panel by panel (numpy, float64).
+    """The oracle of ``B`` episodes: weights ``w [B, R, S]`` over the task's rules and all ``S = 2^N`` blicket sets
+    (uniform prior over both), updated panel by panel (numpy, float64); its marginals are P(blicket | panels).
 
-    For ``N <= 10`` the likelihood of every (rule, trial, set) is tabulated once (``P(lit) = rule.p_lit(|trial &
-    set|)``, ``R x 2^N x S`` floats), so an update is one gather and one product -- the single env's hot path;
-    larger ``N`` computes the blicket counts per update. Weights are renormalised every update.
+    The oracle does not know the episode's rule when the task has several (uniform over them): it is what an
+    ideal observer of the panels knows, so it cannot leak the hidden rule through the reward or ``info``. With
+    one rule (IVRE, EST) it is the blicket marginal under that rule. For ``N <= 10`` the likelihood of every
+    (rule, outcome, trial, set) is tabulated once (``rule.p_lit(|trial & set|)``), so an update is one gather
+    and one product -- the single env's hot path; larger ``N`` computes the counts per update.
     """
 
     def __init__(self, rules: tuple[Rule, ...], n_objects: int, batch_size: int):
         space = oracle_space(rules[0], n_objects, dtype=torch.float64)
         self.rules, self.sets = rules, space.sets.numpy()  # [S, N] in code order
+        R, S = len(rules), len(self.sets)
         self.pow2 = 2 ** np.arange(n_objects)
         self.table = None
         if n_objects <= 10:
             k = torch.as_tensor(self.sets @ self.sets.T)  # [2^N trials, S]: blickets on the machine
-            p = torch.stack([r.p_lit(k) for r in rules])  # [R, 2^N, S]
-            self.table = torch.stack([1.0 - p, p], 1).numpy()  # [R, lit, 2^N, S]: one gather per update
-        self.w = np.full((batch_size, len(self.sets)), 1.0 / len(self.sets))
-        self._w, self._sets = torch.from_numpy(self.w), torch.from_numpy(self.sets)  # views for torch's matmul
+            p = torch.stack([r.p_lit(k) for r in rules], 1)  # [2^N, R, S]
+            self.table = torch.stack([1.0 - p, p]).numpy()  # [lit, 2^N, R, S]: one gather per update
+        self.w = np.full((batch_size, R, S), 1.0 / (R * S))
+        # torch views: torch's matmul keeps to torch.set_num_threads, where numpy's BLAS would start threads
+        self._w, self._sets = torch.from_numpy(self.w), torch.from_numpy(self.sets)
 
     def reset(self, idx: np.ndarray) -> None:
-        self.w[idx] = 1.0 / self.w.shape[1]
+        self.w[idx] = 1.0 / (self.w.shape[1] * self.w.shape[2])
 
-    def update(self, idx: np.ndarray | None, rule_idx: np.ndarray, trial: np.ndarray, lit: np.ndarray) -> None:
-        """Rows ``idx`` (``None``: all) saw ``trial [n, N]`` (bool) with outcome ``lit [n]`` under rules
-        ``rule_idx [n]``."""
+    def update(self, idx: np.ndarray | None, trial: np.ndarray, lit: np.ndarray) -> None:
+        """Rows ``idx`` (``None``: all) saw ``trial [n, N]`` (bool) with outcome ``lit [n]``."""
         if self.table is not None:
-            lik = self.table[rule_idx, lit.astype(np.int64), trial @ self.pow2]
+            lik = self.table[lit.astype(np.int64), trial @ self.pow2]  # [n, R, S]
         else:
-            k = torch.from_numpy(trial.astype(np.float64)) @ self._sets.T
-            ridx = torch.as_tensor(rule_idx)[:, None].expand(-1, len(self.sets))
-            p = p_lit(self.rules, ridx, k).numpy()
-            lik = np.where(lit[:, None], p, 1.0 - p)
+            k = torch.from_numpy(trial.astype(np.float64)) @ self._sets.T  # [n, S]
+            p = torch.stack([r.p_lit(k) for r in self.rules], 1).numpy()
+            lik = np.where(lit[:, None, None], p, 1.0 - p)
         if idx is None:  # every row: in place, no fancy-index copies
             self.w *= lik
-            self.w /= self.w.sum(-1, keepdims=True)
+            self.w /= self.w.sum((1, 2), keepdims=True)
         else:
             lik *= self.w[idx]
-            lik /= lik.sum(-1, keepdims=True)
+            lik /= lik.sum((1, 2), keepdims=True)
             self.w[idx] = lik
 
     def marginals(self) -> np.ndarray:
         """``[B, N]`` P(object is a blicket | panels so far)."""
-        # torch's matmul: it keeps to torch.set_num_threads, where numpy's BLAS would start its own threads
-        return (self._w @ self._sets).numpy()
+        return (self._w.sum(1) @ self._sets).numpy()

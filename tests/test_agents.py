@@ -238,7 +238,8 @@ def test_map_side_belief():
     np.testing.assert_allclose(map_side_belief(m, g, eps=0.01).numpy(), [[0.51, 0.49, 0.51, 0.9]])
 
 
-@pytest.mark.parametrize("name", [n for n in AGENTS if not n.startswith("notears")])  # slow fits
+# notears fits are slow; llm needs an endpoint (tests/test_llm.py plays it against the local stub server)
+@pytest.mark.parametrize("name", [n for n in AGENTS if not n.startswith("notears") and n != "llm"])
 @pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v1"])
 def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)
@@ -312,5 +313,31 @@ def test_agent_specs_with_options():
         parse_agent_spec("plannr:depth=2")
     with pytest.raises(ValueError, match="must look like key=value"):
         parse_agent_spec("planner:depth")
-    with pytest.raises(ValueError, match="is not a Python literal"):
-        parse_agent_spec("planner:depth=two")
+    # a bare string is a string (the agent then says what it expected)
+    assert parse_agent_spec("planner:depth=two") == ("planner", {"depth": "two"})
+    with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
+        make_agent("planner:depth=two")
+
+
+def test_eig_trial_does_not_depend_on_the_batch(one_thread):
+    # Ties in EIG are common; float32 rounding differs with the batch's make-up, so ties are broken by a rule
+    # (within TIE_BITS: most objects, then lowest code), never by rounding. Same posterior -> same trial.
+    env = make_batch("causalplay/IVRE-v0", 100, seed=0)
+    obs = env.reset()
+    agent = EIGAgent(seed=0)
+    agent.reset(TaskInfo.from_env(env), obs)
+    checked = 0
+    for _ in range(env.horizon):
+        active = ~env.done
+        action = agent.act(obs, active)
+        if agent.trial_runs() and bool(active.any()):
+            idx = torch.nonzero(active).flatten()
+            whole = agent.choose(active, agent.last_code)
+            np.testing.assert_array_equal(action[idx, :9].numpy(), whole.numpy())
+            for j, i in enumerate(idx[:30].tolist()):
+                one = torch.zeros_like(active)
+                one[i] = True
+                assert torch.equal(agent.choose(one, agent.last_code)[0], whole[j]), (agent.t, i)
+                checked += 1
+        obs, *_ = env.step(action)
+    assert checked > 60

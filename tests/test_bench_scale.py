@@ -189,7 +189,7 @@ def test_agent_specs_get_safe_distinct_file_names():
     for s in (a, b, c):
         assert "/" not in s.filename and "'" not in s.filename and '"' not in s.filename
     assert len({a.filename, b.filename, c.filename}) == 3
-    want = "causalplay_IVRE-v0__planner~depth=2__s0__00000__0+5.csv"
+    want = "causalplay_IVRE-v0__planner:depth=2__s0__00000__0+5.csv"
     assert Shard(ENV, "planner:depth=2", 0, 0, 0, 5).filename == want
 
 

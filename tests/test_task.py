@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from causalplay.envs import ENV_IDS, make_batch
+from causalplay.envs import DAG_ENV_IDS, ENV_IDS, make_batch
 from causalplay.envs.blicket import EST, EST_ACRE
 from causalplay.envs.reward import ivre_jsd
 from causalplay.envs.task import Task
@@ -68,7 +68,7 @@ def test_env_reward_is_minus_one_minus_official_jsd():
     assert r == pytest.approx(-1.0 - official_jsd(info["oracle"], belief), abs=1e-9)
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", ENV_IDS + DAG_ENV_IDS)
 def test_every_batch_is_a_task(env_id):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
@@ -76,7 +76,8 @@ def test_every_batch_is_a_task(env_id):
     assert isinstance(task, Task)
     obs = task.reset()
     assert obs.shape == (3, task.obs_size) == (3, task.layout.size)
-    assert task.layout.get(obs, "count")[:, 0].round().long().tolist() == task.n_blickets.tolist()
+    if "count" in task.layout:
+        assert task.layout.get(obs, "count")[:, 0].round().long().tolist() == task.n_blickets.tolist()
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -229,3 +230,50 @@ def test_sb3_vec_env_equals_dummy_vec_env(env_id, obs_mode):
                 np.testing.assert_array_equal(x["terminal_observation"], y["terminal_observation"])
                 assert x["TimeLimit.truncated"] == y.get("TimeLimit.truncated", False)
     assert n_done >= B
+
+
+def test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule():
+    import itertools
+
+    from causalplay.envs.core import BlicketBatch
+    from causalplay.envs.sampling import TaskConfig
+
+    from causalplay.rules import conjunctive, disjunctive
+
+    rules = (disjunctive(), conjunctive())
+    cfg = TaskConfig(name="two", n_objects=4, n_blickets=(1, 2, 3), n_context=2, context_size=(1, 3), horizon=4,
+                     rules=rules)
+    b = BlicketBatch(cfg, 64, np.random.default_rng(0))
+    b.reset()
+    b.step(torch.full((64, 8), 0.3, dtype=torch.float64))  # shows the second context panel
+    got = b.oracle().numpy()
+    for row in range(64):
+        post = np.zeros(4)
+        total = 0.0
+        for bits in itertools.product([0, 1], repeat=4):
+            s = np.array(bits, dtype=bool)
+            for rule in rules:  # uniform over rules and sets: the true rule is never used
+                like = 1.0
+                for k in range(2):
+                    n = int((b.panels[row, k].numpy() & s).sum())
+                    p = float(rule.p_lit(torch.tensor(float(n))))
+                    like *= p if bool(b.lit[row, k]) else 1.0 - p
+                post += like * s
+                total += like
+        np.testing.assert_allclose(got[row], post / total, atol=1e-12)
+
+
+def test_bad_env_arguments_get_clear_errors():
+    env = gym.make("causalplay/IVRE-v0", n_blickets=3)  # one allowed count, as an int
+    _, info = env.reset(seed=0)
+    assert info["n_blickets"] == 3
+    with pytest.raises(ValueError, match="n_blickets must be an int or a tuple of ints"):
+        gym.make("causalplay/IVRE-v0", n_blickets="three")
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
+        make_batch("causalplay/IVRE-v0", 0)
+    with pytest.raises(ValueError, match="num_envs must be a positive integer, got -2"):
+        gym.make_vec("causalplay/IVRE-v0", num_envs=-2)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        make_batch("causalplay/EST-v1", 2).step(np.zeros((2, 18)))
+    with pytest.raises(ValueError, match="obs_mode must be one of"):
+        gym.make("causalplay/IVRE-v0", obs_mode="pixels")

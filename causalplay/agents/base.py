@@ -39,12 +39,15 @@ class TaskInfo:
     rules: tuple[Rule, ...]
     layout: ObsLayout | None = None
     rewards: RewardSpec | None = None
+    #: Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
+    n_blickets: tuple[int, ...] = ()
 
     @classmethod
     def from_env(cls, env) -> TaskInfo:
         """From a :class:`causalplay.envs.task.Task`."""
+        counts = getattr(getattr(env, "config", None), "n_blickets", ()) or ()
         return cls(env.n_objects, env.horizon, env.n_context, tuple(env.rules), getattr(env, "layout", None),
-                   getattr(env, "rewards", None))
+                   getattr(env, "rewards", None), n_blickets=tuple(int(c) for c in counts))
 
     @property
     def obs_layout(self) -> ObsLayout:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from causalplay.api import make_spec
 from causalplay.exact import observe
-from causalplay.spec import HypothesisSpace
+from causalplay.spec import HypothesisSpace, WorldSpec
 
 from .base import TaskInfo
 
@@ -23,7 +22,7 @@ class Posterior:
     """
 
     def __init__(self, task: TaskInfo, batch_size: int, dtype: torch.dtype = torch.float32):
-        spec = make_spec(task.n_objects, task.rules, blicket_prior=0.5)
+        spec = WorldSpec.from_options(task.n_objects, task.rules, blicket_prior=0.5)
         self.space = HypothesisSpace.build(spec, dtype=dtype)
         self.log_w = self.space.log_prior.expand(batch_size, -1).clone()
         self.S, self.R = self.space.n_sets, self.space.n_rules

@@ -15,26 +15,9 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["register", "bench", "split_specs", "check_agent_spec"]
+__all__ = ["register", "bench", "check_agent_spec"]
 
 DEFAULT_AGENTS = "random,bayes,naive,search-random,search-naive,notears,eig,planner"
-
-
-def split_specs(value: str) -> list[str]:
-    """Split a comma-separated list, keeping commas inside single or double quotes; strip blanks, drop empties."""
-    out, cur, quote = [], [], None
-    for ch in value:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ",":
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return [x.strip() for x in out if x.strip()]
 
 
 def _merge(option: str, items: list[str]) -> list[str]:
@@ -73,10 +56,12 @@ def check_agent_spec(spec: str) -> None:
 def _envs_cb(value: str) -> str:
     from .runner import check_env
 
-    ids = split_specs(value)
+    ids = [e.strip() for e in value.split(",") if e.strip()]
     if not ids:
         raise typer.BadParameter("give at least one environment id")
     for e in ids:
+        if e.startswith("causalplay/CausalDAG"):  # scored by its own loop (causalplay.dag.bench), which checks it
+            continue
         try:
             check_env(e)
         except ValueError as err:
@@ -85,14 +70,16 @@ def _envs_cb(value: str) -> str:
 
 
 def _agents_cb(value: str) -> str:
-    names = split_specs(value)
+    # The list's syntax here; the specs themselves in the command body (before any work), since which agents
+    # exist depends on --env (CausalDAG worlds have their own).
+    from causalplay.agents import split_agent_specs
+
+    try:
+        names = split_agent_specs(value)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
     if not names:
         raise typer.BadParameter("give at least one agent name or spec, e.g. eig,planner:depth=2")
-    for a in names:
-        try:
-            check_agent_spec(a)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
     return value
 
 
@@ -123,7 +110,13 @@ def _out_cb(value: str) -> str:
 
 
 def _compare_cb(value: str) -> str:
-    if value.strip() and len(split_specs(value)) != 2:
+    from causalplay.agents import split_agent_specs
+
+    try:
+        n = len(split_agent_specs(value))
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if value.strip() and n != 2:
         raise typer.BadParameter(f"give two agents separated by a comma (or ''), got {value!r}")
     return value
 
@@ -146,6 +139,9 @@ def bench(
         200, min=1, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
     compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds.",
                                 callback=_compare_cb),
+    # Annotated, so that a call from Python (causalplay demo) without them gets the plain defaults.
+    show_dialogue: Annotated[int, typer.Option(
+        help="Print the dialogue of the first N episodes (seed 0) of every language-model agent.")] = 0,
     address: Annotated[str, typer.Option(
         help="Cluster to run on (ray: host:port of `ray start --head`, or 'auto'; dask: tcp://host:8786). "
              "Empty: start a local one.")] = "",
@@ -160,8 +156,20 @@ def bench(
     from .runner import check_env, run_benchmark, summarise, table, write_results
     from .shards import RunLocked, atomic_write
 
-    env_ids = _merge("--env", split_specs(env))
-    agent_names = _merge("--agents", split_specs(agents))
+    env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
+    if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
+        from causalplay.dag.bench import dag_cli
+
+        return dag_cli(env_ids, [a.strip() for a in agents.split(",") if a.strip()], episodes, seeds, out,
+                       notears_episodes)
+    from causalplay.agents import split_agent_specs
+
+    try:
+        agent_names = _merge("--agents", split_agent_specs(agents))  # commas inside quoted values do not split
+        for a in agent_names:
+            check_agent_spec(a)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     try:
         check_executor(executor, workers or None, address or None)
     except ValueError as err:
@@ -201,7 +209,16 @@ def bench(
                       *(f"{r[c]:.2f} ± {r[c + '_ci']:.2f}" for c in ("context_acc", "context_reward", "episode_acc",
                                                                      "episode_reward", "auccess")))
         console.print(t)
-    pair = split_specs(compare)
+    if "parse_failure_rate" in tab:  # language-model agents: answers that did not parse, tokens per episode
+        for _, r in tab.dropna(subset=["parse_failure_rate"]).iterrows():
+            console.print(f"{r['env']} {r['agent']}: parse failures {100 * r['parse_failure_rate']:.2f}% of "
+                          f"answers; tokens per episode {r['prompt_tokens_per_episode']:.0f} prompt + "
+                          f"{r['completion_tokens_per_episode']:.0f} completion")
+    if show_dialogue > 0:
+        from .dialogues import print_dialogues
+
+        print_dialogues(Path(out), df, show_dialogue, console)
+    pair = split_agent_specs(compare)
     if len(pair) == 2 and all(p in agent_names for p in pair) and seeds > 1:
         import pandas as pd
 

@@ -53,13 +53,19 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
         obs, _, _, _ = env.step(agent.act(obs, ~env.done))
     rec = env.record()
     episodes = np.arange(start, start + n_episodes)
-    return pd.DataFrame({
+    df = pd.DataFrame({
         "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],
         "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
         **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
                                "episode_reward")},
         "seconds": (time.perf_counter() - t0) / n_episodes,
     })
+    # Agents that talk to a model add per-episode counts (tokens, parse failures) and their dialogues.
+    for col, values in (agent.episode_columns() if hasattr(agent, "episode_columns") else {}).items():
+        df[col] = values
+    if hasattr(agent, "dialogues"):
+        df.attrs["dialogues"] = agent.dialogues()
+    return df
 
 
 def check_env(env_id: str, env_kwargs: dict | None = None) -> tuple[int, int]:
@@ -92,15 +98,18 @@ def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
     Returns
     -------
     dict
-        ``shard``, ``records`` (DataFrame, ``EPISODE_COLUMNS``), ``seconds`` (wall time), ``host``, ``pid`` and
-        ``causalplay`` (the worker's package version; the driver refuses records from another version).
+        ``shard``, ``records`` (DataFrame: ``EPISODE_COLUMNS``, then any per-episode columns the agent adds),
+        ``dialogues`` (language-model agents' messages per episode, else ``None``), ``seconds`` (wall time),
+        ``host``, ``pid`` and ``causalplay`` (the worker's package version; the driver refuses records from
+        another version).
     """
     from causalplay import __version__
 
     t0 = time.perf_counter()
     df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start, env_kwargs)
-    return {"shard": shard, "records": df, "seconds": time.perf_counter() - t0, "host": socket.gethostname(),
-            "pid": os.getpid(), "causalplay": __version__}
+    dialogues = df.attrs.pop("dialogues", None)  # language-model agents: one message list per episode
+    return {"shard": shard, "records": df, "dialogues": dialogues, "seconds": time.perf_counter() - t0,
+            "host": socket.gethostname(), "pid": os.getpid(), "causalplay": __version__}
 
 
 def plan_shards(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int],
@@ -227,7 +236,8 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
                     raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
                                      f"{__version__}: install the same version on every node")
                 write_shard(folder, res["shard"], res["records"], columns=EPISODE_COLUMNS, env_kwargs=env_kwargs,
-                            version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
+                            version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)},
+                            dialogues=res.get("dialogues"))
                 bar.update(res["shard"].size)
 
         try:
@@ -276,6 +286,13 @@ def summarise(df: pd.DataFrame, horizons: dict[str, tuple[int, int]] | None = No
             "auccess": auccess(g["solved_step"].to_numpy(), C, T),
             "seconds_per_episode": float(g["seconds"].mean()),
         })
+        if "llm_calls" in g and g["llm_calls"].notna().any():  # language-model agents (causalplay.agents.llm)
+            calls = float(g["llm_calls"].sum())
+            rows[-1].update({
+                "parse_failure_rate": float(g["parse_failures"].sum()) / calls if calls else 0.0,
+                "prompt_tokens_per_episode": float(g["prompt_tokens"].mean()),
+                "completion_tokens_per_episode": float(g["completion_tokens"].mean()),
+            })
     return rows
 
 
@@ -289,6 +306,9 @@ def table(rows: list[dict], level: float = 0.95) -> pd.DataFrame:
             scale = 100.0 if col.endswith("acc") or col == "auccess" else 1.0
             m, h = mean_ci((g[col] * scale).tolist(), level)
             rec[col], rec[col + "_ci"] = m, h
+        for col in ("parse_failure_rate", "prompt_tokens_per_episode", "completion_tokens_per_episode"):
+            if col in g and g[col].notna().any():  # language-model agents: means over seeds
+                rec[col] = float(g[col].mean())
         out.append(rec)
     return pd.DataFrame(out)
 

@@ -36,7 +36,7 @@ __all__ = ["Shard", "ShardError", "RunLocked", "RunLock", "MANIFEST_FORMAT", "wr
 #: Bumped whenever the manifest's meaning changes; a manifest of another format is never trusted.
 MANIFEST_FORMAT = 1
 
-_SAFE = re.compile(r"[^A-Za-z0-9._=+~-]")
+_SAFE_SPEC = re.compile(r"[\w.=+:-]+")
 
 
 class ShardError(ValueError):
@@ -56,11 +56,12 @@ class Shard:
 
     @property
     def stem(self) -> str:
-        """File name without suffix: env, agent, seed, index, ``start+size`` (a digest is added when the agent
-        spec has characters unsafe in a file name, so two specs never share a file)."""
-        agent = _SAFE.sub("_", self.agent.replace(":", "~"))
-        if agent != self.agent.replace(":", "~"):
-            agent += "-" + hashlib.sha256(self.agent.encode()).hexdigest()[:8]
+        """File name without suffix: env, agent, seed, index, ``start+size`` (start and size in the name: a shard
+        of a run with other sizes is never mistaken for this one; a digest is added when the agent spec has
+        characters unsafe in a file name, e.g. a quoted URL, so two specs never share a file)."""
+        agent = self.agent
+        if not _SAFE_SPEC.fullmatch(agent):
+            agent = re.sub(r"[^\w.=+:-]+", "_", agent) + "-" + hashlib.sha256(agent.encode()).hexdigest()[:8]
         return f"{self.env.replace('/', '_')}__{agent}__s{self.seed}__{self.index:05d}__{self.start}+{self.size}"
 
     @property
@@ -72,6 +73,11 @@ class Shard:
     def manifest_name(self) -> str:
         """The manifest's file name."""
         return self.stem + ".json"
+
+    @property
+    def dialogues_name(self) -> str:
+        """File of a language-model agent's dialogues (one JSON line per episode)."""
+        return self.stem + ".dialogues.jsonl"
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -116,9 +122,10 @@ def _jsonable(obj):
 
 
 def validate_records(shard: Shard, df: pd.DataFrame, columns: list[str]) -> None:
-    """Raise :class:`ShardError` unless ``df`` holds exactly the episodes of ``shard`` with ``columns``."""
-    if list(df.columns) != list(columns):
-        raise ShardError(f"shard {shard.stem}: columns {list(df.columns)} are not {list(columns)}")
+    """Raise :class:`ShardError` unless ``df`` holds exactly the episodes of ``shard``, its first columns being
+    ``columns`` (agents may add per-episode columns after them, e.g. token counts)."""
+    if list(df.columns[: len(columns)]) != list(columns):
+        raise ShardError(f"shard {shard.stem}: columns {list(df.columns)} do not start with {list(columns)}")
     if len(df) != shard.size:
         raise ShardError(f"shard {shard.stem}: {len(df)} rows for a shard of {shard.size} episodes")
     if df["episode"].tolist() != list(range(shard.start, shard.start + shard.size)):
@@ -129,8 +136,9 @@ def validate_records(shard: Shard, df: pd.DataFrame, columns: list[str]) -> None
 
 
 def write_shard(folder: Path, shard: Shard, df: pd.DataFrame, *, columns: list[str], env_kwargs: dict | None,
-                version: str, extra: dict | None = None) -> dict:
-    """Validate ``df`` for ``shard`` and write its CSV, then its manifest, each atomically; return the manifest.
+                version: str, extra: dict | None = None, dialogues: list | None = None) -> dict:
+    """Validate ``df`` for ``shard`` and write its dialogues (if any), CSV and manifest, each atomically; return
+    the manifest.
 
     Parameters
     ----------
@@ -148,6 +156,9 @@ def write_shard(folder: Path, shard: Shard, df: pd.DataFrame, *, columns: list[s
         Package version of the driver; the worker's must be the same (checked by the caller).
     extra : dict, optional
         Informational fields for the manifest (worker host, seconds).
+    dialogues : list, optional
+        One message list per episode (language-model agents): written to ``<stem>.dialogues.jsonl``, its hash
+        in the manifest.
 
     Raises
     ------
@@ -157,7 +168,14 @@ def write_shard(folder: Path, shard: Shard, df: pd.DataFrame, *, columns: list[s
     validate_records(shard, df, columns)
     data = df.to_csv(index=False).encode()
     manifest = {**_identity(shard, env_kwargs, version), "rows": len(df), "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(), **(extra or {})}
+                "sha256": hashlib.sha256(data).hexdigest(), "columns": list(df.columns), **(extra or {})}
+    if dialogues is not None:
+        if len(dialogues) != len(df):
+            raise ShardError(f"shard {shard.stem}: {len(dialogues)} dialogues for {len(df)} episodes")
+        text = "".join(json.dumps({"episode": int(e), "messages": m}) + "\n"
+                       for e, m in zip(df["episode"], dialogues, strict=True)).encode()
+        manifest["dialogues_sha256"] = hashlib.sha256(text).hexdigest()
+        atomic_write(folder / shard.dialogues_name, text)
     # CSV first: a manifest on disk always describes a complete CSV (a crash between the two leaves a CSV
     # without manifest, which is recomputed).
     atomic_write(folder / shard.filename, data)
@@ -196,6 +214,10 @@ def check_shard(folder: Path, shard: Shard, env_kwargs: dict | None, version: st
         return f"CSV has {len(data)} bytes, manifest says {manifest.get('bytes')} (truncated or changed)"
     if hashlib.sha256(data).hexdigest() != manifest.get("sha256"):
         return "CSV content does not match the manifest's SHA-256"
+    if "dialogues_sha256" in manifest:
+        dia = folder / shard.dialogues_name
+        if not dia.exists() or hashlib.sha256(dia.read_bytes()).hexdigest() != manifest["dialogues_sha256"]:
+            return "dialogues file missing or not matching the manifest's SHA-256"
     return None
 
 

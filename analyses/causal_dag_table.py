@@ -1,0 +1,160 @@
+"""Causal DAG worlds (Lampinen et al. 2023): the agents' table -- reward as a fraction of optimal and match
+with the optimal action, on train and test structures, nonlinear and linear -- plus the figures.
+
+Single file, CleanRL style: every setting is a field of :class:`Config`; the run writes ``config.json``,
+``episodes.csv`` (grows as each cell finishes), ``results.json``, ``table.md`` and ``*.png`` under
+``runs/<name>/``. The behaviour-cloned passive learner is trained first (on train-split expert episodes of the
+nonlinear task) unless ``bc_episodes`` is 0.
+
+    python analyses/causal_dag_table.py                     # the docs table (10^3 episodes per cell)
+    python analyses/causal_dag_table.py --smoke             # seconds; what the test runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass
+class Config:
+    name: str = "causal_dag_table"
+    env_id: str = "causalplay/CausalDAG-v0"
+    agents: tuple[str, ...] = ("expert", "random", "value", "change", "total-corr", "partial-corr", "notears",
+                               "bayes", "bayes:target='action'", "bc")
+    episodes: int = 1000
+    seeds: tuple[int, ...] = (0,)
+    splits: tuple[str, ...] = ("train", "test")
+    linear: tuple[bool, ...] = (False, True)
+    notears_episodes: int = 200
+    bayes_episodes: int = 1000
+    bayes_action_episodes: int = 250
+    bc_episodes: int = 20000
+    bc_epochs: int = 15
+    runs_dir: str = "runs"
+    episodes_per_agent: dict = field(default_factory=dict)
+
+
+SMOKE = dict(name="causal_dag_smoke", episodes=8, agents=("expert", "random", "value", "change", "total-corr",
+                                                          "partial-corr", "bayes", "bc"),
+             bc_episodes=200, bc_epochs=2, bayes_episodes=8, bayes_action_episodes=8)
+
+
+def run(cfg: Config) -> list[dict]:
+    from causalplay.dag.bench import run_dag_bench
+    from causalplay.dag.passive import train_bc
+
+    out = Path(cfg.runs_dir) / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    t0 = time.perf_counter()
+    agents = list(cfg.agents)
+    if "bc" in agents:
+        if cfg.bc_episodes > 0 and not (out / "bc" / "policy.pt").exists():  # an existing checkpoint is reused
+            train_bc(out / "bc", n_episodes=cfg.bc_episodes, epochs=cfg.bc_epochs, env_id=cfg.env_id,
+                     log=lambda s: None)
+        agents[agents.index("bc")] = f"bc:path='{out / 'bc' / 'policy.pt'}'"
+    caps = {"notears": cfg.notears_episodes, "bayes": cfg.bayes_episodes,
+            "bayes:target='action'": cfg.bayes_action_episodes, **cfg.episodes_per_agent}
+    log_file = (out / "log.txt").open("w")
+
+    def log(s: str) -> None:
+        print(s, flush=True)
+        log_file.write(s + "\n")
+        log_file.flush()
+
+    rows = run_dag_bench([cfg.env_id], agents, cfg.episodes, list(cfg.seeds), out, splits=cfg.splits,
+                         linear=cfg.linear, episodes_per_agent=caps, log=log)
+    for r in rows:
+        if r["agent"].startswith("bc:"):
+            r["agent"] = "bc"
+    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    (out / "table.md").write_text(markdown_table(rows))
+    figures(rows, out)
+    log(f"wall time {time.perf_counter() - t0:.1f} s")
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """Per agent and world: reward % of optimal and % matching the optimal action, mean ± 95% CI half-width."""
+    df = pd.DataFrame(rows)
+    lines = ["| agent | world | episodes | train: reward % of optimal | train: match % | test: reward % of optimal "
+             "| test: match % |", "|---|---|---|---|---|---|---|"]
+    for (agent, lin), g in df.groupby(["agent", "linear"], sort=False):
+        cells = []
+        eps = []
+        for split in ("train", "test"):
+            r = g[g.split == split]
+            if len(r):
+                r = r.iloc[0]
+                eps.append(str(r["episodes"]))
+                cells += [f"{100 * r['reward_pct_optimal']:.1f} ± {100 * r['reward_pct_optimal_ci']:.1f}",
+                          f"{100 * r['match_optimal']:.1f} ± {100 * r['match_optimal_ci']:.1f}"]
+            else:
+                cells += ["", ""]
+        lines.append(f"| {agent} | {'linear' if lin else 'nonlinear'} | {'/'.join(eps)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figures(rows: list[dict], out: Path) -> None:
+    """Bar charts as the appendix shows: reward % of optimal, and match with the optimal (expert) action."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    df = pd.DataFrame(rows)
+    for metric, label, fname in (("reward_pct_optimal", "goal reward (% of optimal)", "reward_pct_optimal.png"),
+                                 ("match_optimal", "goal action matches optimal (%)", "match_optimal.png")):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
+        for ax, lin in zip(axes, (False, True), strict=True):
+            g = df[df.linear == lin]
+            agents = list(dict.fromkeys(g.agent))
+            x = np.arange(len(agents))
+            for k, split in enumerate(("train", "test")):
+                s = g[g.split == split].set_index("agent").reindex(agents)
+                ax.bar(x + (k - 0.5) * 0.4, 100 * s[metric], 0.4, yerr=100 * s[metric + "_ci"], label=split,
+                       capsize=2)
+            ax.set_xticks(x, agents, rotation=45, ha="right", fontsize=8)
+            ax.set_title("linear" if lin else "nonlinear (leaky ReLU)")
+            ax.set_ylim(0, 105)
+        axes[0].set_ylabel(label)
+        axes[0].legend(title="structures", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=110)
+        plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--smoke", action="store_true", help="tiny settings (seconds)")
+    p.add_argument("--name")
+    p.add_argument("--episodes", type=int)
+    p.add_argument("--agents", help="comma-separated agent specs")
+    p.add_argument("--runs-dir")
+    a = p.parse_args(argv)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small tensors: threads only add contention
+    cfg = Config(**(SMOKE if a.smoke else {}))
+    for k in ("name", "episodes", "runs_dir"):
+        if getattr(a, k) is not None:
+            setattr(cfg, k, getattr(a, k))
+    if a.agents:
+        cfg.agents = tuple(s.strip() for s in a.agents.split(",") if s.strip())
+    try:
+        run(cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""Agents for the causal-DAG task (batched: ``B`` episodes in lock-step; actions ``[B]`` long in ``[0, 2n)``).
+
+Protocol::
+
+    agent.reset(task, obs, oracle=None)   # task: DAGTaskInfo; oracle: the CausalDAGBatch (expert only)
+    for t in range(task.horizon):
+        obs, reward, terminated, truncated = env.step(agent.act(obs, ~env.done))
+
+=================  ===============================================================================  =======
+name               exploration / goal phase                                                         knows
+=================  ===============================================================================  =======
+``expert``         cyclic over the (relevant) variables from a random start, random signs /           truth
+                   the optimal action under the true SCM
+``random``         uniform over the 2n actions / uniform over actions on non-goal relevant variables  --
+``value``          as expert / repeat the exploration intervention whose outcome had the highest goal  --
+``change``         as expert / repeat the intervention with the largest |goal change| (outcome - its  --
+                   initial value), sign flipped if the change was negative
+``total-corr``     as expert / n-1 univariate regressions of the goal; largest |slope|, its sign      --
+``partial-corr``   as expert / one multivariate regression of the goal; largest |coef|, its sign      --
+``bayes``          max EIG about the structure (``target="action"``: about the best goal action) /    prior
+                   max posterior expected goal (exact conjugate structure posterior)
+``notears``        as expert / DAGMA (linear) on the exploration data, argmax of its do-prediction    --
+``bc``             a GRU trained offline by behaviour cloning on expert trajectories (checkpoint)     --
+=================  ===============================================================================  =======
+
+"knows": ``truth`` = the true SCM, ``prior`` = the task's generative family (noise/weight scales, <= 2
+parents, goal = role E); ``--`` = nothing beyond the observation. Every agent except ``expert`` and ``bc``
+only reads the observation (including the relevance vector in the adaptive task). Regressions exclude rows
+in which the goal was intervened on (those carry no information about what drives it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from causalplay.envs.causal_dag import GOAL_ROLE
+
+__all__ = ["DAGTaskInfo", "DAGAgent", "DAG_AGENTS", "make_dag_agent"]
+
+
+@dataclass(frozen=True)
+class DAGTaskInfo:
+    """What the task's instructions tell a player: ``n`` variables, ``n_explore`` exploration steps,
+    ``linear`` (whether the nonlinearity is off), ``adaptive``, ``intervention_value`` (4)."""
+
+    n: int
+    n_explore: int
+    linear: bool
+    adaptive: bool
+    intervention_value: float = 4.0
+
+    @classmethod
+    def from_env(cls, env) -> DAGTaskInfo:
+        c = env.config
+        return cls(c.n_variables, c.n_explore, c.linear, c.adaptive, c.intervention_value)
+
+
+class DAGAgent:
+    """Base class: keeps the samples seen (``x [B, R, n]``, ``do [B, R]``, ``val [B, R]``) from observations."""
+
+    name = "dag-agent"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.gen = torch.Generator().manual_seed(int(seed))
+
+    def reset(self, task: DAGTaskInfo, obs: torch.Tensor, oracle=None) -> None:
+        self.task, self.oracle = task, oracle
+        self.B, n = obs.shape[0], task.n
+        self.t = 0
+        self.x = torch.zeros(self.B, 0, n, dtype=torch.float64)
+        self.do = torch.zeros(self.B, 0, dtype=torch.long)
+        self.val = torch.zeros(self.B, 0, dtype=torch.float64)
+        self.is_outcome = torch.zeros(self.B, 0, dtype=torch.bool)
+        self.prev = torch.zeros(self.B, 0, n, dtype=torch.float64)  # initial values behind each outcome row
+        self.relevant = obs[:, 5 * n:6 * n] > 0.5 if task.adaptive else torch.ones(self.B, n, dtype=torch.bool)
+        start = torch.randint(0, n, (self.B,), generator=self.gen)
+        self._cycle_start = start
+        self._observe(obs, first=True)
+
+    def _observe(self, obs: torch.Tensor, first: bool = False) -> None:
+        n = self.task.n
+        sl = lambda k: obs[:, k * n:(k + 1) * n].to(torch.float64)  # noqa: E731
+        if not first:
+            interv = sl(1)
+            var = interv.abs().argmax(1)
+            self.x = torch.cat([self.x, sl(2)[:, None]], 1)
+            self.do = torch.cat([self.do, var[:, None]], 1)
+            self.val = torch.cat([self.val, interv.gather(1, var[:, None])], 1)
+            self.is_outcome = torch.cat([self.is_outcome, torch.ones(self.B, 1, dtype=torch.bool)], 1)
+            self.prev = torch.cat([self.prev, sl(0)[:, None]], 1)
+        if True:  # the initial values of the next experiment: an observational sample
+            self.x = torch.cat([self.x, sl(3)[:, None]], 1)
+            self.do = torch.cat([self.do, torch.full((self.B, 1), -1)], 1)
+            self.val = torch.cat([self.val, torch.zeros(self.B, 1, dtype=torch.float64)], 1)
+            self.is_outcome = torch.cat([self.is_outcome, torch.zeros(self.B, 1, dtype=torch.bool)], 1)
+            self.prev = torch.cat([self.prev, torch.zeros(self.B, 1, n, dtype=torch.float64)], 1)
+        self.goal = obs[:, 4 * n:5 * n].argmax(1)
+
+    def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        if self.t > 0:
+            self._observe(obs)
+        if self.t < self.task.n_explore:
+            a = self.explore()
+        else:
+            a = self.exploit()
+        self.t += 1
+        return a.long()
+
+    # -- policies --------------------------------------------------------------------------------------------
+    def explore(self) -> torch.Tensor:
+        """The expert's exploration: the ``t``-th relevant variable in cyclic order from a random start, with a
+        random sign."""
+        n = self.task.n
+        rel = self.relevant
+        k = rel.sum(1)
+        order = torch.argsort((~rel).long() * n + (torch.arange(n) - self._cycle_start[:, None]) % n, 1)
+        var = order.gather(1, (self.t % k)[:, None])[:, 0]
+        sign = torch.rand(self.B, generator=self.gen) < 0.5
+        return var + n * sign.long()
+
+    def exploit(self) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _candidates(self) -> torch.Tensor:
+        """``[B, n]`` bool: relevant variables other than the goal."""
+        return self.relevant & (torch.arange(self.task.n) != self.goal[:, None])
+
+    def _intervention(self, var: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+        return var + self.task.n * positive.long()
+
+
+class ExpertAgent(DAGAgent):
+    """Explores cyclically; exploits with the true SCM (the environment's ``optimal_action``). Needs ``oracle``."""
+
+    name = "expert"
+
+    def reset(self, task, obs, oracle=None) -> None:
+        if oracle is None or not hasattr(oracle, "optimal_action"):
+            raise ValueError("the expert needs the environment (oracle=CausalDAGBatch) to know the true SCM")
+        super().reset(task, obs, oracle)
+
+    def exploit(self) -> torch.Tensor:
+        return self.oracle.optimal_action.clone()
+
+
+class RandomAgent(DAGAgent):
+    """Uniform over all ``2n`` actions while exploring; in the goal phase uniform over interventions on the
+    relevant non-goal variables."""
+
+    name = "random"
+
+    def explore(self) -> torch.Tensor:
+        return torch.randint(0, 2 * self.task.n, (self.B,), generator=self.gen)
+
+    def exploit(self) -> torch.Tensor:
+        w = self._candidates().double().repeat(1, 2)
+        return torch.multinomial(w, 1, generator=self.gen)[:, 0]
+
+
+class _OutcomeHeuristic(DAGAgent):
+    def _rows(self):
+        """Outcome rows of exploration interventions on non-goal variables: mask ``[B, R]``."""
+        return self.is_outcome & (self.do != self.goal[:, None])
+
+    def _repeat_best(self, score: torch.Tensor, flip: torch.Tensor | None = None) -> torch.Tensor:
+        ok = self._rows()
+        if not ok.any(1).all():  # nothing explored on a non-goal variable: fall back to random
+            fallback = RandomAgent.exploit(self)
+        else:
+            fallback = torch.zeros(self.B, dtype=torch.long)
+        best = torch.where(ok, score, -torch.inf).argmax(1)
+        var = self.do.gather(1, best[:, None])[:, 0]
+        positive = self.val.gather(1, best[:, None])[:, 0] > 0
+        if flip is not None:
+            positive = positive ^ flip.gather(1, best[:, None])[:, 0]
+        return torch.where(ok.any(1), self._intervention(var, positive), fallback)
+
+
+class ValueAgent(_OutcomeHeuristic):
+    """Goal phase: repeat the exploration intervention whose outcome had the highest goal value."""
+
+    name = "value"
+
+    def exploit(self) -> torch.Tensor:
+        g = self.x.gather(2, self.goal[:, None, None].expand(-1, self.x.shape[1], 1))[..., 0]
+        return self._repeat_best(g)
+
+
+class ChangeAgent(_OutcomeHeuristic):
+    """Goal phase: the intervention with the largest |change| of the goal (outcome minus the experiment's
+    initial value), sign flipped if the change was negative."""
+
+    name = "change"
+
+    def exploit(self) -> torch.Tensor:
+        idx = self.goal[:, None, None].expand(-1, self.x.shape[1], 1)
+        change = (self.x.gather(2, idx) - self.prev.gather(2, idx))[..., 0]
+        return self._repeat_best(change.abs(), flip=change < 0)
+
+
+class _RegressionAgent(DAGAgent):
+    def _data(self):
+        rows = self.do != self.goal[:, None]  # [B, R]
+        y = self.x.gather(2, self.goal[:, None, None].expand(-1, self.x.shape[1], 1))[..., 0]
+        return rows.double(), self.x, y
+
+    def _choose(self, slope: torch.Tensor) -> torch.Tensor:
+        s = torch.where(self._candidates(), slope.abs(), -torch.inf)
+        var = s.argmax(1)
+        return self._intervention(var, slope.gather(1, var[:, None])[:, 0] > 0)
+
+
+class TotalCorrAgent(_RegressionAgent):
+    """Goal phase: ``n - 1`` univariate least-squares regressions of the goal on each other variable (with
+    intercept); intervene on the largest |slope| with its sign."""
+
+    name = "total-corr"
+
+    def exploit(self) -> torch.Tensor:
+        w, X, y = self._data()
+        cnt = w.sum(1, keepdim=True).clamp_min(1)
+        mx = (w[..., None] * X).sum(1) / cnt
+        my = (w * y).sum(1, keepdim=True) / cnt
+        dx = X - mx[:, None]
+        cov = (w[..., None] * dx * (y - my)[..., None]).sum(1)
+        var = (w[..., None] * dx * dx).sum(1)
+        return self._choose(cov / var.clamp_min(1e-12))
+
+
+class PartialCorrAgent(_RegressionAgent):
+    """Goal phase: one multivariate least-squares regression of the goal on all other (relevant) variables
+    (with intercept, ridge 1e-6); intervene on the largest |coefficient| with its sign."""
+
+    name = "partial-corr"
+
+    def exploit(self) -> torch.Tensor:
+        w, X, y = self._data()
+        keep = self._candidates().double()  # regressors
+        Xd = torch.cat([X * keep[:, None], torch.ones_like(X[..., :1])], -1) * w[..., None].sqrt()
+        yd = y * w.sqrt()
+        A = Xd.transpose(1, 2) @ Xd + 1e-6 * torch.eye(Xd.shape[-1], dtype=torch.float64)
+        coef = torch.linalg.solve(A, (Xd.transpose(1, 2) @ yd[..., None]))[..., 0]
+        return self._choose(coef[:, :-1])
+
+
+class BayesAgent(DAGAgent):
+    """The ideal Bayesian experimenter: exact structure posterior by conjugacy over all 13,956 DAGs with <= 2
+    parents per variable (:mod:`causalplay.dag.posterior`), exploration by maximal EIG about the structure
+    (``target="structure"``) or about the best goal-phase action (``target="action"``), exploitation by the
+    maximal posterior expected goal value. In the adaptive task the model covers the relevant variables and
+    the goal is taken to be role E for ``target="action"`` while exploring (the base task's goal is always
+    E); once revealed the goal comes from the observation.
+
+    Options: ``target``, ``n_outer`` (16, EIG outer draws), ``top_k`` (256, structures in the EIG sums),
+    ``n_samples`` (512, posterior draws for the expected goal), ``chunk`` (episodes per EIG batch).
+    """
+
+    name = "bayes"
+
+    def __init__(self, seed: int = 0, target: str = "structure", n_outer: int = 16, top_k: int = 256,
+                 n_samples: int = 512, chunk: int = 64):
+        super().__init__(seed)
+        if target not in ("structure", "action"):
+            raise ValueError(f"target must be 'structure' or 'action', got {target!r}")
+        self.target, self.n_outer, self.top_k, self.n_samples, self.chunk = target, n_outer, top_k, n_samples, chunk
+
+    def reset(self, task, obs, oracle=None) -> None:
+        from .posterior import NIGPrior
+        from .structures import enumerate_structures
+
+        super().reset(task, obs, oracle)
+        self.space = enumerate_structures(5)
+        self.prior = NIGPrior()
+        # the model's 5 variables: the relevant ones, in index order
+        self.vars = torch.argsort((~self.relevant).long() * task.n + torch.arange(task.n), 1)[:, :5]
+
+    def _local_data(self):
+        from .posterior import Data
+
+        x = self.x.gather(2, self.vars[:, None, :].expand(-1, self.x.shape[1], -1))
+        pos = (self.vars[:, None, :] == self.do[..., None])  # [B, R, 5]
+        do = torch.where(pos.any(-1), pos.long().argmax(-1), -1)
+        keep = pos.any(-1) | (self.do < 0)
+        return Data(x, do, keep)
+
+    def _to_env(self, a5: torch.Tensor) -> torch.Tensor:
+        var = self.vars.gather(1, (a5 % 5)[:, None])[:, 0]
+        return var + self.task.n * (a5 >= 5).long()
+
+    def _goal5(self) -> torch.Tensor:
+        if self.t >= self.task.n_explore:
+            return (self.vars == self.goal[:, None]).long().argmax(1)
+        return torch.full((self.B,), GOAL_ROLE, dtype=torch.long)
+
+    def explore(self) -> torch.Tensor:
+        from .posterior import Data, eig
+
+        data, goal = self._local_data(), self._goal5()
+        out = torch.empty(self.B, 10, dtype=torch.float64)
+        for s in range(0, self.B, self.chunk):
+            sl = slice(s, s + self.chunk)
+            d = Data(data.x[sl], data.do[sl], data.mask[sl])
+            out[sl] = eig(d, self.space, self.prior, self.task.linear, self.target, goal[sl], self.n_outer,
+                          self.top_k, self.gen, self.task.intervention_value)
+        out = out + 1e-9 * torch.rand(out.shape, generator=self.gen, dtype=torch.float64)  # random tie-break
+        self.last_eig = out
+        return self._to_env(out.argmax(1))
+
+    def exploit(self) -> torch.Tensor:
+        from .posterior import Data, expected_goal
+
+        data, goal = self._local_data(), self._goal5()
+        out = torch.empty(self.B, 10, dtype=torch.float64)
+        for s in range(0, self.B, self.chunk):
+            sl = slice(s, s + self.chunk)
+            d = Data(data.x[sl], data.do[sl], data.mask[sl])
+            out[sl] = expected_goal(d, self.space, goal[sl], self.task.intervention_value, self.prior,
+                                    self.task.linear, self.n_samples, self.gen)
+        self.last_value = out
+        return self._to_env(out.argmax(1))
+
+
+class NotearsAgent(DAGAgent):
+    """Explores as the expert; then fits ``dagma.linear.DagmaLinear`` (l2 loss) on all exploration samples of
+    the relevant variables and picks the action maximising the goal under the fitted linear SEM (zero noise).
+    One fit per episode (``lambda1=0.02, w_threshold=0.1, T=2, warm_iter=800, max_iter=1600, lr=0.02``)."""
+
+    name = "notears"
+
+    def __init__(self, seed: int = 0, lambda1: float = 0.02, w_threshold: float = 0.1, iters: int = 800,
+                 lr: float = 0.02):
+        super().__init__(seed)
+        self.lambda1, self.w_threshold, self.iters, self.lr = lambda1, w_threshold, iters, lr
+
+    def exploit(self) -> torch.Tensor:
+        from dagma.linear import DagmaLinear  # optional dependency: `pip install causalplay[notears]`
+
+        from causalplay.envs.causal_dag import simulate
+
+        n, v = self.task.n, self.task.intervention_value
+        out = torch.empty(self.B, dtype=torch.long)
+        for b in range(self.B):  # one DAGMA fit per episode (not batched: DAGMA fits one data set)
+            rel = torch.nonzero(self.relevant[b]).flatten()
+            X = self.x[b][:, rel].numpy()
+            X = X - X.mean(0)
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+                W = DagmaLinear("l2").fit(X, lambda1=self.lambda1, w_threshold=self.w_threshold, T=2,
+                                          warm_iter=self.iters, max_iter=2 * self.iters, lr=self.lr)
+            W = torch.as_tensor(np.asarray(W), dtype=torch.float64)
+            k = len(rel)
+            g = int((rel == self.goal[b]).nonzero()[0, 0])
+            acts = torch.arange(2 * k)
+            var = acts % k
+            idx = torch.where(var == g, -1, var)
+            val = torch.where(acts < k, -v, v).to(torch.float64)
+            x = simulate(W, torch.zeros(2 * k, 1, k, dtype=torch.float64), idx[:, None], val[:, None], linear=True)
+            best = int(x[:, 0, g].argmax())
+            out[b] = int(rel[best % k]) + n * int(best >= k)
+        return out
+
+
+class BCAgent(DAGAgent):
+    """The passive learner: a GRU policy trained offline by behaviour cloning on ``expert`` trajectories
+    (:mod:`causalplay.dag.passive`), loaded from ``path`` (a checkpoint written by ``train_bc``). Greedy."""
+
+    name = "bc"
+
+    def __init__(self, seed: int = 0, path: str = "runs/dag_bc/policy.pt"):
+        super().__init__(seed)
+        from .passive import load_policy
+
+        self.policy = load_policy(path)
+
+    def reset(self, task, obs, oracle=None) -> None:
+        super().reset(task, obs, oracle)
+        self.h = None
+
+    def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits, self.h = self.policy(obs.float()[:, None], self.h)
+        self.t += 1
+        return logits[:, 0].argmax(-1)
+
+
+DAG_AGENTS: dict[str, type[DAGAgent]] = {c.name: c for c in (ExpertAgent, RandomAgent, ValueAgent, ChangeAgent,
+                                                             TotalCorrAgent, PartialCorrAgent, BayesAgent,
+                                                             NotearsAgent, BCAgent)}
+
+
+def make_dag_agent(spec: str, seed: int = 0) -> DAGAgent:
+    """Build a DAG agent from a spec ``name:key=value`` (e.g. ``bayes:target='action'``)."""
+    import ast
+
+    name, *opts = spec.split(":")
+    if name not in DAG_AGENTS:
+        raise ValueError(f"unknown DAG agent {name!r}; expected one of {list(DAG_AGENTS)}")
+    kw = {}
+    for o in opts:
+        k, sep, v = o.partition("=")
+        if not sep or not k.isidentifier():
+            raise ValueError(f"agent option {o!r} in {spec!r} must look like key=value")
+        try:
+            kw[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            kw[k] = v  # a bare string, e.g. a path
+    return DAG_AGENTS[name](seed=seed, **kw)

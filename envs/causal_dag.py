@@ -1,0 +1,544 @@
+"""Causal DAG worlds (Lampinen et al. 2023, appendix A.1): a batched torch core and a gymnasium env.
+
+:class:`CausalDAGBatch` steps ``B`` episodes in lock-step (the Task interface: ``reset()`` / ``reset(rows)``,
+``step(action) -> (obs, reward, terminated, truncated)``, observation layout and reward constants as data);
+:class:`CausalDAGEnv` runs one episode on the same code (``B = 1``). See the class docstrings for every choice
+the paper's text leaves open, and ``docs/causal-dag.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from .task import ObsField, ObsLayout
+
+__all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
+           "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive"]
+
+#: The paper's variable names; roles ``A..E`` of the 5-variable SCM.
+ROLE_NAMES = ("A", "B", "C", "D", "E")
+#: Role index of the goal variable ``E`` and of the test intervention target ``D``.
+GOAL_ROLE, TARGET_ROLE = 4, 3
+LEAK = 0.2
+
+
+def leaky(z: torch.Tensor) -> torch.Tensor:
+    """Leaky ReLU with slope 0.2 below zero."""
+    return torch.nn.functional.leaky_relu(z, LEAK)
+
+
+def leaky_inv(x: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`leaky` (a bijection of the reals)."""
+    return torch.where(x >= 0, x, x / LEAK)
+
+
+def simulate(W: torch.Tensor, eps: torch.Tensor, do_idx: torch.Tensor | None = None,
+             do_val: torch.Tensor | None = None, linear: bool = False) -> torch.Tensor:
+    """Values of an SCM ``x_j = f(sum_p W[p, j] x_p + eps_j)`` under ``do(x_{do_idx} = do_val)``.
+
+    Parameters
+    ----------
+    W : Tensor ``[..., N, N]``
+        ``W[..., p, j]`` is the weight of the edge ``p -> j`` (0 where there is no edge); must be acyclic.
+    eps : Tensor ``[..., S, N]``
+        ``S`` draws of the exogenous noise per batch element.
+    do_idx, do_val : Tensor ``[..., S]`` (or ``[..., 1]``, shared by the draws), optional
+        Index of the intervened variable (``-1``: none) and its value.
+    linear : bool
+        ``f`` = identity if True, else leaky ReLU (0.2).
+
+    Returns
+    -------
+    Tensor ``[..., S, N]``
+    """
+    N = W.shape[-1]
+    f = (lambda z: z) if linear else leaky
+    x = torch.zeros_like(eps, dtype=W.dtype)
+    clamp = None
+    if do_idx is not None:
+        onehot = (torch.nn.functional.one_hot(do_idx.clamp_min(0), N) * (do_idx >= 0)[..., None]).to(W.dtype)
+        clamp = (1.0 - onehot, onehot * do_val[..., None].to(W.dtype))
+    lead = torch.broadcast_shapes(W.shape[:-2], eps.shape[:-2])
+    S = eps.shape[-2]
+    Wb = W.expand(*lead, N, N).reshape(-1, N, N)  # bmm: far cheaper than broadcasting matmul on small matrices
+    x = x.expand(*lead, S, N)
+    eps = eps.expand(*lead, S, N)
+    for _ in range(N):  # N sweeps reach the fixed point of any DAG on N nodes
+        x = f(torch.bmm(x.reshape(-1, S, N), Wb).view(*lead, S, N) + eps)
+        if clamp is not None:
+            x = x * clamp[0] + clamp[1]
+    return x
+
+
+def structure_key(parents: np.ndarray) -> str:
+    """A stable text key of a 5-role structure (adjacency ``[5, 5]``, ``parents[p, j]`` = edge p -> j),
+    e.g. ``"A>C,B>C,C>E"``; used for PHYRE-style stable-hash folds."""
+    p = np.asarray(parents, dtype=bool)
+    return ",".join(f"{ROLE_NAMES[i]}>{ROLE_NAMES[j]}" for j in range(p.shape[1]) for i in range(p.shape[0])
+                    if p[i, j]) or "-"
+
+
+@dataclass(frozen=True)
+class DAGConfig:
+    """Every constant of a causal-DAG task (see :class:`CausalDAGEnv` for their meaning)."""
+
+    n_variables: int = 5
+    n_explore: int = 5
+    split: str = "train"
+    linear: bool = False
+    adaptive: bool = False
+    intervention_value: float = 4.0
+    explore_reward: float = 0.0
+    noise_mean: float = 0.5
+    noise_sd: float = 0.25
+    noise_min: float = 0.05
+    weight_max: float = 2.0
+    n_mc: int = 256
+    fold: str | None = None
+
+    def __post_init__(self) -> None:
+        n_roles = len(ROLE_NAMES)
+        if self.split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        n = self.n_variables
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ValueError(f"n_variables must be an int, got {n!r}")
+        if not self.adaptive and n != n_roles:
+            raise ValueError(f"the DAG task has n_variables={n_roles} (roles A-E); got {n!r} "
+                             "(use adaptive=True for more variables, half of them relevant)")
+        if self.adaptive and n != 2 * n_roles:
+            raise ValueError(f"the adaptive task has n_variables={2 * n_roles} (5 relevant); got {n!r}")
+        if isinstance(self.n_explore, bool) or not isinstance(self.n_explore, int) or self.n_explore < 0:
+            raise ValueError(f"n_explore must be an int >= 0, got {self.n_explore!r}")
+        if not self.n_mc >= 1:
+            raise ValueError(f"n_mc must be >= 1, got {self.n_mc!r}")
+        if self.fold not in (None, "train", "dev", "test"):
+            raise ValueError(f"fold must be None, 'train', 'dev' or 'test', got {self.fold!r}")
+
+    @property
+    def horizon(self) -> int:
+        """Actions per episode: ``n_explore`` exploration interventions + 1 goal-phase intervention."""
+        return self.n_explore + 1
+
+    @property
+    def obs_layout(self) -> dict[str, slice]:
+        """Named slices of the observation vector."""
+        n = self.n_variables
+        names = ["prev_values", "prev_intervention", "outcome", "next_values", "goal"]
+        if self.adaptive:
+            names.append("relevant")
+        return {k: slice(i * n, (i + 1) * n) for i, k in enumerate(names)}
+
+    @property
+    def obs_size(self) -> int:
+        return self.n_variables * len(self.obs_layout)
+
+
+def _closure(adj: np.ndarray) -> np.ndarray:
+    """Transitive closure ``anc[b, p, j]`` (p is an ancestor of j) of boolean adjacency ``[B, n, n]``."""
+    reach = adj.copy()
+    for _ in range(adj.shape[-1]):
+        reach = reach | ((reach.astype(np.int64) @ adj.astype(np.int64)) > 0)
+    return reach
+
+
+def sample_structures(rng: np.random.Generator, size: int, split: str = "train") -> np.ndarray:
+    """Draw ``size`` 5-role DAGs (adjacency ``[size, 5, 5]`` bool, ``[p, j]`` = edge p -> j) by the paper's
+    generator, rejecting until the split's constraint holds.
+
+    Generator: a uniform random order of A-E (``train``) or of A-D followed by E (``test``); the number ``i`` of
+    independent variables uniform in ``{1, .., 4}``; the first ``i`` in the order get no parents; every other
+    variable gets 1 or 2 parents (uniformly; 1 when only one is earlier) uniformly from those earlier in the
+    order. ``train`` keeps a draw iff D is not an ancestor of E; ``test`` iff E has at least one parent and
+    every parent of E is D or a descendant of D.
+    """
+    n = len(ROLE_NAMES)
+    out = np.zeros((size, n, n), dtype=bool)
+    todo = np.arange(size)
+    while todo.size:
+        m = todo.size
+        order = np.argsort(rng.random((m, n)), axis=1)
+        if split == "test":
+            order = np.concatenate([np.argsort(rng.random((m, n - 1)), axis=1), np.full((m, 1), n - 1)], 1)
+        n_roots = rng.integers(1, n, size=m)
+        two = rng.random((m, n)) < 0.5
+        keys = rng.random((m, n, n))
+        adj = np.zeros((m, n, n), dtype=bool)
+        for k in range(1, n):  # position k in the order (a loop over 4 positions, not over episodes)
+            child = order[:, k]
+            earlier = np.full((m, n), np.inf)
+            rows = np.arange(m)[:, None]
+            earlier[rows, order[:, :k]] = keys[:, k, :][rows, order[:, :k]]
+            rank = np.argsort(earlier, axis=1)
+            n_par = np.where(two[:, k] & (k >= 2), 2, 1) * (k >= n_roots)
+            for r in range(2):
+                sel = n_par > r
+                adj[np.nonzero(sel)[0], rank[sel, r], child[sel]] = True
+        anc = _closure(adj)
+        if split == "train":
+            ok = ~anc[:, TARGET_ROLE, GOAL_ROLE]
+        else:
+            par = adj[:, :, GOAL_ROLE]
+            down = anc[:, TARGET_ROLE, :].copy()
+            down[:, TARGET_ROLE] = True
+            ok = par.any(1) & ~(par & ~down).any(1)
+        out[todo[ok]] = adj[ok]
+        todo = todo[~ok]
+    return out
+
+
+def _sample_weights(rng: np.random.Generator, adj: np.ndarray, split: str, wmax: float) -> np.ndarray:
+    """Uniform ``[-wmax, wmax]`` weights on the edges; at test time edges on a D -> E path get magnitude
+    ``1 + |w| / 2`` (in [1, 2]) and the other inputs to path nodes ``|w| / 2`` (in [0, 1]), sign kept."""
+    W = rng.uniform(-wmax, wmax, size=adj.shape) * adj
+    if split == "test":
+        anc = _closure(adj)
+        n = adj.shape[-1]
+        eye = np.eye(n, dtype=bool)[None]
+        from_d = (anc[:, TARGET_ROLE, :] | eye[:, TARGET_ROLE, :])  # D and its descendants
+        to_e = (anc[:, :, GOAL_ROLE] | eye[:, :, GOAL_ROLE])  # E and its ancestors
+        on = from_d & to_e  # [m, n]: nodes on some D -> E path
+        path_edge = adj & on[:, :, None] & on[:, None, :]
+        other_in = adj & ~on[:, :, None] & on[:, None, :]
+        W = np.where(path_edge, np.sign(W) * (1.0 + (wmax - 1.0) * np.abs(W) / wmax), W)
+        W = np.where(other_in, W / wmax, W)
+    return W
+
+
+@dataclass(frozen=True)
+class DAGRewards:
+    """The DAG task's reward constants: ``explore_reward`` per exploration step; the goal-phase step gives the
+    goal variable's value after the intervention."""
+
+    explore_reward: float = 0.0
+
+
+class CausalDAGBatch:
+    """``B`` causal-DAG episodes stepped together (torch, float64).
+
+    All randomness of an episode (structure, weights, noise variances, every exogenous noise draw, the
+    relevance set and the Monte-Carlo draws of the goal values) is drawn at :meth:`reset` from one
+    ``numpy.random.Generator``, so the same generator state gives the same episodes whatever the agent does.
+
+    Attributes (after reset)
+    ------------------------
+    W : ``[B, N, N]`` true weights (``W[b, p, j]``: edge p -> j). noise_var : ``[B, N]``.
+    adj5 : ``[B, 5, 5]`` bool, the structure over the roles A-E. roles : ``[B, 5]`` variable index of each role.
+    goal : ``[B]`` index of the goal variable (role E). relevant : ``[B, N]`` bool.
+    goal_values : ``[B, 2N]`` expected goal value of each goal-phase action under the true SCM (exact when
+    ``linear``, else the mean over ``n_mc`` noise draws). optimal_action : ``[B]`` its argmax.
+    actions : ``[B, T]`` long (-1 before taken), returns ``[B]`` goal-phase reward, done ``[B]`` bool.
+
+    A :class:`causalplay.envs.task.Task`: ``layout`` names the observation's blocks, ``rewards`` holds the reward
+    constants (:class:`DAGRewards`), :meth:`record` gives the benchmark's per-episode scores. The action is one
+    integer per row (``action_size = 1``).
+    """
+
+    def __init__(self, config: DAGConfig, batch_size: int, rng: np.random.Generator):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.config = config
+        self.B = batch_size
+        self.rng = rng
+        self.N = config.n_variables
+        self.n_explore = config.n_explore
+        self.horizon = config.horizon
+        self.n_context = 0
+        self.n_objects = self.N
+        self.rules = ()
+        self.action_size = 1
+        self.rewards = DAGRewards(config.explore_reward)
+        self.layout = ObsLayout(tuple(ObsField(k, sl.start, sl.stop - sl.start) for k, sl in config.obs_layout.items()))
+        self.done = torch.ones(batch_size, dtype=torch.bool)  # nothing runs before the first reset()
+        self.obs_layout = config.obs_layout
+        self.obs_size = config.obs_size
+        self.n_actions = 2 * self.N
+        self.intervention_value = config.intervention_value
+        self.explore_reward = config.explore_reward
+
+    # -- episode sampling ----------------------------------------------------------------------------------
+    def _draw_adj(self, m: int) -> np.ndarray:
+        cfg = self.config
+        if cfg.fold is None:
+            return sample_structures(self.rng, m, cfg.split)
+        from causalplay.bench.metrics import assign_split
+
+        out = np.zeros((m, 5, 5), dtype=bool)
+        todo = np.arange(m)
+        while todo.size:
+            adj = sample_structures(self.rng, todo.size, cfg.split)
+            ok = np.array([assign_split(structure_key(a)) == cfg.fold for a in adj])
+            out[todo[ok]] = adj[ok]
+            todo = todo[~ok]
+        return out
+
+    def _sample(self, m: int) -> dict[str, torch.Tensor]:
+        cfg, rng, N, T = self.config, self.rng, self.N, self.horizon
+        adj5 = self._draw_adj(m)
+        W5 = _sample_weights(rng, adj5, cfg.split, cfg.weight_max)
+        noise_var = np.clip(rng.normal(cfg.noise_mean, cfg.noise_sd, size=(m, N)), cfg.noise_min, None)
+        if cfg.adaptive:
+            roles = np.sort(np.argsort(rng.random((m, N)), axis=1)[:, :5], axis=1)
+            roles = np.take_along_axis(roles, np.argsort(rng.random((m, 5)), axis=1), axis=1)
+        else:
+            roles = np.tile(np.arange(5), (m, 1))
+        W = np.zeros((m, N, N))
+        rows = np.arange(m)[:, None, None]
+        W[rows, roles[:, :, None], roles[:, None, :]] = W5
+        relevant = np.zeros((m, N), dtype=bool)
+        relevant[np.arange(m)[:, None], roles] = True
+        sd = np.sqrt(noise_var)
+        eps_init = rng.normal(size=(m, T, N)) * sd[:, None]
+        eps_out = rng.normal(size=(m, T, N)) * sd[:, None]
+        eps_mc = rng.normal(size=(m, cfg.n_mc, N)) * sd[:, None]
+        t = lambda a: torch.as_tensor(a)  # noqa: E731
+        d = {"adj5": t(adj5), "W": t(W), "noise_var": t(noise_var), "roles": t(roles).long(),
+             "relevant": t(relevant), "eps_init": t(eps_init), "eps_out": t(eps_out)}
+        d["goal"] = d["roles"][:, GOAL_ROLE]
+        d["goal_values"] = self._goal_values(d["W"], d["goal"], t(eps_mc))
+        return d
+
+    def _goal_values(self, W: torch.Tensor, goal: torch.Tensor, eps_mc: torch.Tensor) -> torch.Tensor:
+        """Expected goal value of every action ``[m, 2N]`` (an action on the goal itself = no intervention)."""
+        if self.config.linear:
+            eps_mc = torch.zeros_like(eps_mc[:, :1])
+        m = eps_mc.shape[0]
+        out = torch.empty(m, 2 * self.N, dtype=torch.float64)
+        rows = torch.arange(m)
+        for a in range(2 * self.N):  # 2N candidate actions, each for the whole batch
+            idx, val = self.decode(torch.full((m,), a))
+            idx = torch.where(idx == goal, -1, idx)
+            x = simulate(W, eps_mc, idx[:, None], val[:, None], self.config.linear)
+            out[:, a] = x[rows, :, goal].mean(-1)
+        return out
+
+    def decode(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action ``a`` -> (variable, value): ``a < N`` sets variable ``a`` to ``-v``; ``a >= N`` sets
+        variable ``a - N`` to ``+v`` (``v`` = ``intervention_value``, 4)."""
+        v = self.config.intervention_value
+        a = action.long()
+        return a % self.N, torch.where(a < self.N, -v, v).to(torch.float64)
+
+    def reset(self, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Start new episodes in all rows (or only in ``rows``); returns the observation ``[B, obs_size]``."""
+        if rows is None:
+            d = self._sample(self.B)
+            for k, v in d.items():
+                setattr(self, k, v)
+            self.t = torch.zeros(self.B, dtype=torch.long)
+            self.actions = torch.full((self.B, self.horizon), -1, dtype=torch.long)
+            self.outcomes = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
+            self.initial = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
+            self.returns = torch.zeros(self.B, dtype=torch.float64)
+            self.done = torch.zeros(self.B, dtype=torch.bool)
+            self._obs = torch.zeros(self.B, self.obs_size, dtype=torch.float64)
+            rows = torch.arange(self.B)
+        else:
+            rows = torch.as_tensor(rows, dtype=torch.long).flatten()
+            if rows.numel() == 0:
+                return self._obs.clone()
+            if (rows < 0).any() or (rows >= self.B).any():
+                raise ValueError(f"rows must be indices in [0, {self.B}), got {rows.tolist()}")
+            d = self._sample(len(rows))
+            for k, v in d.items():
+                getattr(self, k)[rows] = v
+            self.t[rows] = 0
+            self.actions[rows] = -1
+            self.outcomes[rows] = 0
+            self.initial[rows] = 0
+            self.returns[rows] = 0
+            self.done[rows] = False
+            self._obs[rows] = 0
+        self.optimal_action = self.goal_values.argmax(1)
+        init = simulate(self.W[rows], self.eps_init[rows, 0][:, None], linear=self.config.linear)[:, 0]
+        self.initial[rows, 0] = init
+        L = self.obs_layout
+        self._obs[rows, L["next_values"]] = init
+        if self.n_explore == 0:
+            self._obs[rows, L["goal"]] = torch.nn.functional.one_hot(self.goal[rows], self.N).double()
+        if self.config.adaptive:
+            self._obs[rows, L["relevant"]] = self.relevant[rows].double()
+        return self._obs.clone()
+
+    def step(self, action) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One intervention per row: ``action [B]`` ints in ``[0, 2N)``; rows already done are ignored.
+
+        Returns ``obs [B, obs_size]``, ``reward [B]`` (``explore_reward`` = 0 while exploring, the goal's value
+        in the goal phase), ``terminated [B]`` (True after the goal-phase action) and ``truncated [B]``
+        (always False).
+        """
+        a = torch.as_tensor(action)
+        if a.shape != (self.B,) or a.dtype.is_floating_point or a.dtype == torch.bool:
+            raise ValueError(f"action must be an integer tensor of shape ({self.B},), got dtype {a.dtype} and "
+                             f"shape {tuple(a.shape)}")
+        live = ~self.done
+        a = a.long()
+        if ((a[live] < 0) | (a[live] >= self.n_actions)).any():
+            raise ValueError(f"actions must be in [0, {self.n_actions}), got {a[live].tolist()}")
+        a = torch.where(live, a, 0)
+        rows = torch.nonzero(live).flatten()
+        t = self.t[rows]
+        idx, val = self.decode(a[rows])
+        goal_phase = t == self.n_explore
+        idx = torch.where(goal_phase & (idx == self.goal[rows]), -1, idx)
+        lin = self.config.linear
+        out = simulate(self.W[rows], self.eps_out[rows, t][:, None], idx[:, None], val[:, None], lin)[:, 0]
+        reward = torch.zeros(self.B, dtype=torch.float64)
+        goal_val = out[torch.arange(len(rows)), self.goal[rows]]
+        reward[rows] = torch.where(goal_phase, goal_val, torch.full_like(goal_val, self.explore_reward))
+        self.returns[rows] += torch.where(goal_phase, goal_val, 0.0)
+        self.actions[rows, t] = a[rows]
+        self.outcomes[rows, t] = out
+        L, N = self.obs_layout, self.N
+        obs = self._obs
+        obs[rows, L["prev_values"]] = self.initial[rows, t]
+        interv = torch.zeros(len(rows), N, dtype=torch.float64)
+        interv[torch.arange(len(rows)), a[rows] % N] = val
+        obs[rows, L["prev_intervention"]] = interv
+        obs[rows, L["outcome"]] = out
+        nxt = (t + 1).clamp_max(self.horizon - 1)
+        init = simulate(self.W[rows], self.eps_init[rows, nxt][:, None], linear=lin)[:, 0]
+        init = torch.where(goal_phase[:, None], torch.zeros_like(init), init)
+        self.initial[rows, nxt] = torch.where(goal_phase[:, None], self.initial[rows, nxt], init)
+        obs[rows, L["next_values"]] = init
+        show_goal = (t + 1) >= self.n_explore
+        obs[rows, L["goal"]] = torch.nn.functional.one_hot(self.goal[rows], N).double() * show_goal[:, None]
+        self.t[rows] = t + 1
+        term = torch.zeros(self.B, dtype=torch.bool)
+        term[rows] = goal_phase
+        self.done |= term
+        return obs.clone(), reward, term, torch.zeros(self.B, dtype=torch.bool)
+
+    def record(self) -> dict[str, np.ndarray]:
+        """The benchmark's per-episode record (see :meth:`score`), as numpy arrays."""
+        return {k: v.numpy().copy() for k, v in self.score().items()}
+
+    # -- scores ------------------------------------------------------------------------------------------------
+    def score(self) -> dict[str, torch.Tensor]:
+        """Per-episode goal-phase scores (after the episode ended): ``pct_optimal`` =
+        ``(mu[a] - min mu) / (max mu - min mu)`` with ``mu = goal_values`` (1 when all actions tie),
+        ``match`` = the action's expected value is within 1e-9 of the best, ``reward`` (realised)."""
+        a = self.actions[:, -1].clamp_min(0)
+        mu = self.goal_values
+        mine = mu.gather(1, a[:, None])[:, 0]
+        lo, hi = mu.min(1).values, mu.max(1).values
+        rng = hi - lo
+        pct = torch.where(rng > 1e-9, (mine - lo) / rng.clamp_min(1e-12), torch.ones_like(mine))
+        return {"pct_optimal": pct, "match": mine >= hi - 1e-9, "reward": self.returns.clone(),
+                "expected_reward": mine, "optimal_reward": hi}
+
+
+def _check_config_kwargs(kwargs: dict) -> dict:
+    allowed = {f for f in DAGConfig.__dataclass_fields__}
+    bad = set(kwargs) - allowed
+    if bad:
+        raise TypeError(f"unknown argument(s) {sorted(bad)}; expected some of {sorted(allowed)}")
+    return kwargs
+
+
+class CausalDAGEnv(gym.Env):
+    """The causal DAG world of Lampinen et al. (2023, appendix A.1), one episode at a time.
+
+    ## Description
+    Five variables ``A..E`` (indices 0..4) form a random linear-Gaussian structural causal model passed through
+    a leaky ReLU (leak 0.2): ``x_j = leaky(sum_p w_pj x_p + e_j)``, ``e_j ~ Normal(0, s_j)`` with ``s_j`` the
+    variable's noise **variance**, drawn ``Normal(0.5, 0.25)`` clipped below at 0.05. The goal variable is
+    ``E`` and the test intervention target ``D``. Structure generator (:func:`sample_structures`): a random
+    order of the variables (E last at test time); ``i ~ U{1..4}`` independent variables first in the order;
+    every other variable gets 1 or 2 parents (each with prob. 1/2) uniformly from the earlier ones; weights
+    ``U[-2, 2]``. ``split="train"`` rejects structures in which D is an ancestor of E (so E never has a parent
+    that is D or a descendant of D); ``split="test"`` keeps only structures in which E has parents and all of
+    them are D or descendants of D, and then sets every weight on a D -> E path to magnitude ``1 + |w|/2``
+    and every other input weight of a node on such a path to ``|w|/2`` (signs kept). ``linear=True`` drops
+    the leaky ReLU (appendix B.1).
+
+    Every experiment draws fresh noise: the "initial values" of an experiment are an observational sample
+    and its outcome an independent sample under the intervention (no shared noise between them).
+
+    ## Action Space
+    ``Discrete(2N)``: action ``a < N`` sets variable ``a`` to ``-4``, action ``a >= N`` sets ``a - N`` to
+    ``+4``. In the goal phase an intervention on the goal variable itself is not allowed to fix the goal:
+    it is carried out as no intervention (the goal takes its observational value).
+
+    ## Observation Space
+    ``Box(-inf, inf, (5N,), float32)`` (``6N`` when adaptive), slices in ``DAGConfig.obs_layout``:
+    ``[values before the previous intervention (N), the previous intervention (N, e.g. [0, 0, -4, 0, 0]),
+    its outcome values (N), the initial values of the next experiment (N), goal one-hot (N)]`` and, when
+    ``adaptive``, ``relevant`` (N, several-hot). Before the first action the first three parts are 0. The goal
+    one-hot is 0 during exploration and shows the goal in the observation before the goal-phase action.
+
+    ## Rewards
+    0 for every exploration action; the goal-phase action gets the goal variable's value in its outcome.
+
+    ## Episode End
+    ``n_explore`` exploration actions (default 5 = N, the expert's one cycle through the variables), then one
+    goal-phase action, after which ``terminated=True``. ``truncated`` is always False.
+
+    ## Info
+    ``reset``: ``step``; every step: ``step`` and ``phase`` ("explore" / "goal"); at the end the ground truth
+    ``W`` (N x N), ``noise_var``, ``goal``, ``goal_values`` (expected goal value per action),
+    ``optimal_action`` and ``pct_optimal``.
+
+    ## Arguments
+    * ``split`` ("train" | "test"), ``linear`` (bool), ``n_explore`` (int, 5), ``adaptive`` (bool; use
+      :func:`make_adaptive`), ``fold`` (None | "train" | "dev" | "test": keep only structures whose stable
+      hash of :func:`structure_key` falls in that PHYRE-style fold, 80/10/10), ``n_mc`` (draws behind
+      ``goal_values`` in the nonlinear case, 256), other constants of :class:`DAGConfig`.
+
+    ## Adaptive variant (``causalplay/CausalDAG-Adaptive-v0``)
+    ``N = 10`` variables, 5 of them relevant (a uniform random subset, several-hot in the observation); the
+    5-role SCM above lives on the relevant ones (roles assigned in random order), the other 5 are independent
+    noise variables. The goal is the variable playing role E.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, **kwargs):
+        kwargs = _check_config_kwargs(kwargs)
+        kwargs.setdefault("n_variables", 10 if kwargs.get("adaptive") else 5)
+        self.config = DAGConfig(**kwargs)
+        N = self.config.n_variables
+        self.observation_space = spaces.Box(-np.inf, np.inf, (self.config.obs_size,), np.float32)
+        self.action_space = spaces.Discrete(2 * N)
+        self._batch = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._batch = CausalDAGBatch(self.config, 1, self.np_random)
+        obs = self._batch.reset()
+        return obs[0].numpy().astype(np.float32), {"step": 0}
+
+    def step(self, action):
+        if self._batch is None:
+            raise RuntimeError("call reset() before step()")
+        if bool(self._batch.done[0]):
+            raise RuntimeError("the episode has ended; call reset()")
+        if isinstance(action, (bool, np.bool_)) or not np.issubdtype(np.asarray(action).dtype, np.integer) \
+                or np.asarray(action).shape != ():
+            raise ValueError(f"action must be an integer in [0, {2 * self.config.n_variables}), got {action!r}")
+        a = int(action)
+        if not 0 <= a < 2 * self.config.n_variables:
+            raise ValueError(f"action must be in [0, {2 * self.config.n_variables}), got {a}")
+        phase = "goal" if int(self._batch.t[0]) == self.config.n_explore else "explore"
+        obs, r, term, trunc = self._batch.step(torch.tensor([a]))
+        info = {"step": int(self._batch.t[0]), "phase": phase}
+        if bool(term[0]):
+            b = self._batch
+            info.update({"W": b.W[0].numpy().copy(), "noise_var": b.noise_var[0].numpy().copy(),
+                         "goal": int(b.goal[0]), "goal_values": b.goal_values[0].numpy().copy(),
+                         "optimal_action": int(b.optimal_action[0]),
+                         "pct_optimal": float(b.score()["pct_optimal"][0])})
+        return obs[0].numpy().astype(np.float32), float(r[0]), bool(term[0]), bool(trunc[0]), info
+
+
+def make_adaptive(**kwargs) -> CausalDAGEnv:
+    """``causalplay/CausalDAG-Adaptive-v0``: 10 variables, 5 relevant (keyword arguments as CausalDAGEnv)."""
+    return CausalDAGEnv(adaptive=True, **kwargs)
