@@ -1,79 +1,202 @@
-"""``causalplay bench``: run agents on envs and print the Table-2-style comparison."""
+"""``causalplay bench``: run agents on envs and print the Table-2-style comparison.
+
+Every option is checked before any work (typer callbacks, then the checks that combine options); bad input ends
+in a usage error (exit 2) that names the option.
+"""
 
 from __future__ import annotations
 
+import inspect
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["register", "bench"]
+__all__ = ["register", "bench", "check_agent_spec"]
 
 DEFAULT_AGENTS = "random,bayes,naive,search-random,search-naive,notears,eig,planner"
 
 
+def _merge(option: str, items: list[str]) -> list[str]:
+    """Items in order, each once; a repeat is reported on stderr (``--agents eig,eig`` runs eig once)."""
+    seen: list[str] = []
+    for x in items:
+        if x in seen:
+            print(f"note: {option} lists {x!r} more than once; running it once", file=sys.stderr)
+        else:
+            seen.append(x)
+    return seen
+
+
+def check_agent_spec(spec: str) -> None:
+    """Raise ``ValueError`` unless ``spec`` names a known agent with options it accepts and values it takes.
+
+    Unknown options are listed with the accepted ones (from the agent's constructor); values are checked by
+    building the agent once.
+    """
+    from causalplay.agents import AGENTS, make_agent, parse_agent_spec
+
+    name, kwargs = parse_agent_spec(spec)
+    params = inspect.signature(AGENTS[name].__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        accepted = [k for k in params if k not in ("self", "seed")]
+        unknown = [k for k in kwargs if k not in accepted]
+        if unknown:
+            raise ValueError(f"agent {name!r} has no option {', '.join(map(repr, unknown))}; it accepts "
+                             f"{', '.join(accepted) if accepted else 'no options'}")
+    try:
+        make_agent(spec, seed=0)
+    except (TypeError, ValueError, ImportError) as err:
+        raise ValueError(f"{spec!r}: {err}") from None
+
+
+def _envs_cb(value: str) -> str:
+    from .runner import check_env
+
+    ids = [e.strip() for e in value.split(",") if e.strip()]
+    if not ids:
+        raise typer.BadParameter("give at least one environment id")
+    for e in ids:
+        if e.startswith("causalplay/CausalDAG"):  # scored by its own loop (causalplay.dag.bench), which checks it
+            continue
+        try:
+            check_env(e)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from None
+    return value
+
+
+def _agents_cb(value: str) -> str:
+    # The list's syntax here; the specs themselves in the command body (before any work), since which agents
+    # exist depends on --env (CausalDAG worlds have their own).
+    from causalplay.agents import split_agent_specs
+
+    try:
+        names = split_agent_specs(value)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if not names:
+        raise typer.BadParameter("give at least one agent name or spec, e.g. eig,planner:depth=2")
+    return value
+
+
+def _executor_cb(value: str) -> str:
+    from .executors import check_executor
+
+    try:
+        check_executor(value)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    return value
+
+
+def _out_cb(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("must be a folder path")
+    p = Path(value)
+    if p.exists() and not p.is_dir():
+        raise typer.BadParameter(f"{value} exists and is not a folder")
+    anc = p.absolute()
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        raise typer.BadParameter(f"{anc} is a file, so {value} cannot be created as a folder")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"{anc} is not writable")
+    return value
+
+
+def _compare_cb(value: str) -> str:
+    from causalplay.agents import split_agent_specs
+
+    try:
+        n = len(split_agent_specs(value))
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    if value.strip() and n != 2:
+        raise typer.BadParameter(f"give two agents separated by a comma (or ''), got {value!r}")
+    return value
+
+
 def bench(
-    env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids."),
+    env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids.", callback=_envs_cb),
     agents: str = typer.Option(
-        DEFAULT_AGENTS, help="Comma-separated agent names or specs with options, e.g. planner:depth=2."),
-    episodes: int = typer.Option(10000, help="Episodes per env x agent x seed."),
-    seeds: int = typer.Option(5, help="Number of seeds (0..seeds-1)."),
-    out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, shards/, PNGs)."),
-    shard_size: int = typer.Option(2000, help="Episodes per shard (the unit of resuming and of parallel work)."),
-    executor: str = typer.Option("process", help="'process' (pool) or 'serial'."),
-    workers: int = typer.Option(0, help="Processes in the pool (0: one per CPU)."),
+        DEFAULT_AGENTS, help="Comma-separated agent names or specs with options, e.g. planner:depth=2.",
+        callback=_agents_cb),
+    episodes: int = typer.Option(10000, min=1, help="Episodes per env x agent x seed."),
+    seeds: int = typer.Option(5, min=1, help="Number of seeds (0..seeds-1)."),
+    out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, shards/, PNGs).",
+                            callback=_out_cb),
+    shard_size: int = typer.Option(2000, min=1,
+                                   help="Episodes per shard (the unit of resuming and of parallel work)."),
+    executor: str = typer.Option("process", help="serial, process (local pool), ray or dask (extras).",
+                                 callback=_executor_cb),
+    workers: int = typer.Option(0, min=0, help="Processes of the local pool or cluster (0: one per CPU)."),
     notears_episodes: int = typer.Option(
-        200, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
-    compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds."),
-    # Annotated, so that a call from Python (causalplay demo) without it gets the plain default 0.
+        200, min=1, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
+    compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds.",
+                                callback=_compare_cb),
+    # Annotated, so that a call from Python (causalplay demo) without them gets the plain defaults.
     show_dialogue: Annotated[int, typer.Option(
         help="Print the dialogue of the first N episodes (seed 0) of every language-model agent.")] = 0,
+    address: Annotated[str, typer.Option(
+        help="Cluster to run on (ray: host:port of `ray start --head`, or 'auto'; dask: tcp://host:8786). "
+             "Empty: start a local one.")] = "",
 ) -> None:
     """Run the benchmark and print context / episode accuracy and reward (mean +- 95% CI over seeds)."""
     from rich.console import Console
     from rich.table import Table
 
-    from causalplay.envs import make_batch
-
+    from .executors import check_executor
     from .metrics import wilcoxon
     from .plots import plot_rewards, plot_success
-    from .runner import make_executor, run_benchmark, summarise, table, write_results
+    from .runner import check_env, run_benchmark, summarise, table, write_results
+    from .shards import RunLocked, atomic_write
 
-    env_ids = [e.strip() for e in env.split(",") if e.strip()]
+    env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
     if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
         from causalplay.dag.bench import dag_cli
 
         return dag_cli(env_ids, [a.strip() for a in agents.split(",") if a.strip()], episodes, seeds, out,
                        notears_episodes)
-    from causalplay.agents import parse_agent_spec, split_agent_specs
+    from causalplay.agents import split_agent_specs
 
     try:
-        agent_names = split_agent_specs(agents)  # commas inside quoted values do not split
+        agent_names = _merge("--agents", split_agent_specs(agents))  # commas inside quoted values do not split
+        for a in agent_names:
+            check_agent_spec(a)
     except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
-    for a in agent_names:
-        try:
-            parse_agent_spec(a)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
+        raise typer.BadParameter(str(err), param_hint="'--agents'") from None
+    try:
+        check_executor(executor, workers or None, address or None)
+    except ValueError as err:
+        hint = "'--address'" if "address" in str(err) else "'--workers'" if "workers" in str(err) else None
+        raise typer.BadParameter(str(err), param_hint=hint or "'--executor'") from None
     horizons = {}
     for e in env_ids:
         try:
-            b = make_batch(e, 1, seed=0)
+            horizons[e] = check_env(e)
         except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
-        horizons[e] = (b.n_context, b.horizon)
+            raise typer.BadParameter(str(err), param_hint="'--env'") from None
     t0 = time.perf_counter()
-    df = run_benchmark(env_ids, agent_names, episodes, range(seeds), out, shard_size=shard_size,
-                       executor=make_executor(executor, workers or None),
-                       episodes_per_agent={"notears": notears_episodes,
-                                                           "notears-exact": notears_episodes})
+    try:
+        df = run_benchmark(env_ids, agent_names, episodes, range(seeds), out, shard_size=shard_size,
+                           executor=executor, workers=workers or None, address=address or None,
+                           episodes_per_agent={"notears": notears_episodes, "notears-exact": notears_episodes})
+    except RunLocked as err:
+        raise typer.BadParameter(str(err), param_hint="'--out'") from None
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the shards finished so far are in {out}/shards and verify; run the same command "
+              "again to resume", file=sys.stderr)
+        raise typer.Exit(130) from None
     wall = time.perf_counter() - t0
     rows = summarise(df, horizons)
     write_results(rows, out)
     tab = table(rows)
-    Path(out, "table.csv").write_text(tab.to_csv(index=False))
+    atomic_write(Path(out, "table.csv"), tab.to_csv(index=False).encode())
     plot_success(df, horizons, out)
     plot_rewards(df, out)
     console = Console()

@@ -1,48 +1,33 @@
-"""Running agents on batched envs: deterministic shards, resumable runs, pluggable executors."""
+"""Running agents on batched envs: deterministic shards, verified resumable runs, pluggable executors.
+
+Workers run :func:`run_shard` and return records; :func:`run_benchmark` (the driver) validates and writes them
+(:mod:`.shards`). Executors come from the registry in :mod:`.executors`.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
+import socket
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
+from .executors import SerialExecutor, abort, make_executor
 from .metrics import assign_split, auccess, mean_ci
+from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
-__all__ = ["run_episodes", "run_benchmark", "SerialExecutor", "summarise", "Shard"]
+__all__ = ["run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env", "SerialExecutor",
+           "make_executor", "summarise", "table", "write_results", "Shard", "ShardError", "RunLocked",
+           "EPISODE_COLUMNS"]
 
 EPISODE_COLUMNS = ["env", "agent", "seed", "episode", "template", "split", "n_blickets", "solved_step",
                    "context_solved", "episode_solved", "context_reward", "episode_reward", "seconds"]
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One unit of work: episodes ``[start, start + size)`` of ``(env, agent, seed)``."""
-
-    env: str
-    agent: str
-    seed: int
-    index: int
-    start: int
-    size: int
-
-    @property
-    def filename(self) -> str:
-        # start and size are in the name: a shard from a run with other sizes is never mistaken for this one.
-        agent = self.agent
-        if not re.fullmatch(r"[\w.=+:-]+", agent):  # e.g. a quoted URL: keep it readable and unique
-            agent = re.sub(r"[^\w.=+:-]+", "_", agent) + "-" + hashlib.sha256(agent.encode()).hexdigest()[:8]
-        return (f"{self.env.replace('/', '_')}__{agent}__s{self.seed}__{self.index:05d}"
-                f"__{self.start}+{self.size}.csv")
 
 
 def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard: int = 0, start: int = 0,
@@ -83,45 +68,53 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     return df
 
 
-def _work(shard: Shard, out_dir: str, env_kwargs: dict | None) -> tuple[str, int]:
-    torch.set_num_threads(1)  # one process per core; intra-op threads would oversubscribe
+def check_env(env_id: str, env_kwargs: dict | None = None) -> tuple[int, int]:
+    """``(n_context, horizon)`` of a benchmark env; ``ValueError`` naming the id if it cannot be benchmarked.
+
+    Parameters
+    ----------
+    env_id : str
+        A ``causalplay/...`` id.
+    env_kwargs : dict, optional
+        Options passed to ``make_batch``.
+
+    Raises
+    ------
+    ValueError
+        Unknown id, or an env without the context/trial structure the benchmark scores (Nexiom).
+    """
+    from causalplay.envs import make_batch
+
+    b = make_batch(env_id, 1, seed=0, **(env_kwargs or {}))
+    if b.n_context == 0 or not hasattr(b, "config"):
+        raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
+                         "by its own answer step, see causalplay.bench.nexiom); pass a causalplay/IVRE- or EST- id")
+    return b.n_context, b.horizon
+
+
+def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
+    """The worker's task: play one shard and *return* its records (workers never write files).
+
+    Returns
+    -------
+    dict
+        ``shard``, ``records`` (DataFrame: ``EPISODE_COLUMNS``, then any per-episode columns the agent adds),
+        ``dialogues`` (language-model agents' messages per episode, else ``None``), ``seconds`` (wall time),
+        ``host``, ``pid`` and ``causalplay`` (the worker's package version; the driver refuses records from
+        another version).
+    """
+    from causalplay import __version__
+
+    t0 = time.perf_counter()
     df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start, env_kwargs)
-    path = Path(out_dir) / "shards" / shard.filename
-    tmp = path.with_suffix(".tmp")
-    if "dialogues" in df.attrs:  # one JSON line per episode, next to the shard (written first: the CSV marks done)
-        lines = [json.dumps({"episode": int(e), "messages": m}) for e, m in zip(df["episode"], df.attrs["dialogues"],
-                                                                             strict=True)]
-        dtmp = path.with_suffix(".dialogues.tmp")
-        dtmp.write_text("\n".join(lines) + "\n")
-        os.replace(dtmp, path.with_suffix(".dialogues.jsonl"))
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)  # atomic: an interrupted run never leaves a half shard behind
-    return str(path), shard.size
-
-
-class SerialExecutor(Executor):
-    """Runs tasks in this process, one after another (for debugging, tests and 1-core machines)."""
-
-    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
-        f: Future = Future()
-        try:
-            f.set_result(fn(*args, **kwargs))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
-            f.set_exception(e)
-        return f
-
-
-def make_executor(kind: str = "process", workers: int | None = None) -> Executor:
-    """``"process"`` (default: a pool of ``workers`` processes, default the CPU count) or ``"serial"``."""
-    if kind == "serial":
-        return SerialExecutor()
-    if kind == "process":
-        return ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
-    raise ValueError(f"executor must be 'process' or 'serial', got {kind!r}")
+    dialogues = df.attrs.pop("dialogues", None)  # language-model agents: one message list per episode
+    return {"shard": shard, "records": df, "dialogues": dialogues, "seconds": time.perf_counter() - t0,
+            "host": socket.gethostname(), "pid": os.getpid(), "causalplay": __version__}
 
 
 def plan_shards(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int],
                 shard_size: int) -> list[Shard]:
+    """Every shard of ``envs x agents x seeds``, ``episodes`` each, cut into shards of ``shard_size``."""
     if episodes < 1 or shard_size < 1:
         raise ValueError(f"episodes and shard_size must be >= 1, got {episodes} and {shard_size}")
     out = []
@@ -133,40 +126,144 @@ def plan_shards(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds
     return out
 
 
-def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int], out: str | Path,
-                  *, shard_size: int = 2000, executor: Executor | None = None, env_kwargs: dict | None = None,
-                  progress: bool = True, episodes_per_agent: dict[str, int] | None = None) -> pd.DataFrame:
-    """Run every (env, agent, seed), writing one CSV per shard under ``out/shards`` as each finishes.
+def _unique(name: str, values: Sequence) -> list:
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must not be empty")
+    dup = sorted({str(v) for v in values if values.count(v) > 1})
+    if dup:
+        raise ValueError(f"{name} lists {dup} more than once")
+    return values
 
-    Shards already on disk are not run again, so an interrupted run resumes where it stopped.
-    ``episodes_per_agent`` caps the episodes of slow agents (e.g. ``{"notears": 500}``).
-    Returns all episodes (also written to ``out/episodes.csv``).
+
+def _stderr(msg: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+
+
+def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int], out: str | Path,
+                  *, shard_size: int = 2000, executor: Executor | str | None = None, workers: int | None = None,
+                  address: str | None = None, env_kwargs: dict | None = None, progress: bool = True,
+                  episodes_per_agent: dict[str, int] | None = None,
+                  log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Run every (env, agent, seed) shard by shard; workers return records, this process writes them.
+
+    Parameters
+    ----------
+    envs, agents : sequence of str
+        Env ids and agent specs, each listed once.
+    episodes : int
+        Episodes per env x agent x seed.
+    seeds : iterable of int
+        Seeds, each listed once.
+    out : str or Path
+        Output folder: ``shards/`` (one verified CSV + JSON manifest per shard, see :mod:`.shards`) and
+        ``episodes.csv``. Locked for the duration of the run (:class:`~.shards.RunLock`).
+    shard_size : int
+        Episodes per shard: the unit of parallel work and of resuming.
+    executor : Executor or str or None
+        A ``concurrent.futures.Executor`` (yours: cancelled-from but not shut down), or a registry kind
+        (``"serial"``, ``"process"``, ``"ray"``, ``"dask"``; default ``"process"``) built with ``workers`` and
+        ``address`` and shut down at the end.
+    workers, address : optional
+        See :func:`~.executors.make_executor`.
+    env_kwargs : dict, optional
+        Options for ``make_batch`` (part of every shard's identity).
+    progress : bool
+        Show a progress bar.
+    episodes_per_agent : dict, optional
+        Caps the episodes of slow agents (e.g. ``{"notears": 500}``).
+    log : callable, optional
+        Receives the messages for the user (why a shard on disk is recomputed); default: standard error.
+
+    Returns
+    -------
+    pandas.DataFrame
+        All episodes, in plan order (also written to ``out/episodes.csv``).
+
+    Raises
+    ------
+    RunLocked
+        Another run holds ``out``.
+    ShardError
+        A worker returned records that are not its shard's, or ran another package version.
+    KeyboardInterrupt
+        Ctrl-C: the executor is aborted; every shard completed before is on disk and verifies.
+
+    Notes
+    -----
+    Shards already on disk are reused only if their manifest matches and their hash verifies, so an interrupted
+    run resumes where it stopped and a damaged shard is recomputed (the reason goes to ``log``).
     """
     from tqdm.auto import tqdm
 
+    from causalplay import __version__
+
+    log = log or _stderr
+    envs, agents, seeds = _unique("envs", envs), _unique("agents", agents), _unique("seeds", seeds)
     out = Path(out)
-    (out / "shards").mkdir(parents=True, exist_ok=True)
-    seeds = list(seeds)
     shards = []
     for agent in agents:
         n = min(episodes, (episodes_per_agent or {}).get(agent, episodes))
         shards += plan_shards(envs, [agent], n, seeds, shard_size)
-    todo = [s for s in shards if not (out / "shards" / s.filename).exists()]
-    own = executor is None
-    executor = executor or make_executor()
-    bar = tqdm(total=sum(s.size for s in shards), initial=sum(s.size for s in shards) - sum(s.size for s in todo),
-               unit="ep", desc="episodes", disable=not progress)
-    try:
-        futures = [executor.submit(_work, s, str(out), env_kwargs) for s in todo]
-        for f in as_completed(futures):
-            _, n = f.result()
-            bar.update(n)
-    finally:
-        bar.close()
+    folder = out / "shards"
+    with RunLock(out):
+        folder.mkdir(parents=True, exist_ok=True)
+        for tmp in folder.glob(".*.tmp"):  # left by a killed run; nobody else writes here while we hold the lock
+            tmp.unlink(missing_ok=True)
+        todo = []
+        for s in shards:
+            why = check_shard(folder, s, env_kwargs, __version__)
+            if why is not None:
+                todo.append(s)
+                if why != "missing":
+                    log(f"recomputing shard {s.filename}: {why}")
+        own = not isinstance(executor, Executor)
         if own:
-            executor.shutdown()
-    df = pd.concat([pd.read_csv(out / "shards" / s.filename) for s in shards], ignore_index=True)
-    df.to_csv(out / "episodes.csv", index=False)
+            executor = make_executor(executor or "process", workers, address)
+        total = sum(s.size for s in shards)
+        bar = tqdm(total=total, initial=total - sum(s.size for s in todo), unit="ep", desc="episodes",
+                   disable=not progress)
+        slots = getattr(executor, "slots", None)
+        limit = 2 * slots if slots else len(todo)  # lazy submission: Ctrl-C has little to cancel
+        queue, pending = iter(todo), set()
+
+        def harvest(done: set) -> None:
+            for f in done:
+                res = f.result()
+                if res["causalplay"] != __version__:
+                    raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
+                                     f"{__version__}: install the same version on every node")
+                write_shard(folder, res["shard"], res["records"], columns=EPISODE_COLUMNS, env_kwargs=env_kwargs,
+                            version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)},
+                            dialogues=res.get("dialogues"))
+                bar.update(res["shard"].size)
+
+        try:
+            while True:
+                while len(pending) < limit and (s := next(queue, None)) is not None:
+                    pending.add(executor.submit(run_shard, s, env_kwargs))
+                    done = {f for f in pending if f.done()}  # the serial executor finishes inside submit:
+                    pending -= done                          # write before the next shard starts
+                    harvest(done)
+                if not pending:
+                    break
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                harvest(done)
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            if own:
+                abort(executor)
+                own = False
+            raise
+        finally:
+            bar.close()
+            if own:
+                executor.shutdown()
+        df = pd.concat([read_shard(folder, s, env_kwargs, __version__) for s in shards], ignore_index=True)
+        atomic_write(out / "episodes.csv", df.to_csv(index=False).encode())
     return df
 
 
@@ -217,6 +314,7 @@ def table(rows: list[dict], level: float = 0.95) -> pd.DataFrame:
 
 
 def write_results(rows: list[dict], out: str | Path) -> Path:
+    """Write ``rows`` (from :func:`summarise`) to ``out/results.json`` atomically; return the path."""
     path = Path(out) / "results.json"
-    path.write_text(json.dumps(rows, indent=1))
+    atomic_write(path, json.dumps(rows, indent=1).encode())
     return path

@@ -1,0 +1,134 @@
+"""Run the small benchmark of ``test_bench_cluster.py`` on Ray and Dask clusters (called inside a network namespace).
+
+``python tests/bench_cluster_run.py OUT PART...`` with parts ``ray-local``, ``ray-cluster``, ``ray-abort``,
+``dask``; writes ``OUT/<part>/table.csv`` and prints one JSON line per part (``{"part", "ok", "error", ...}``).
+Not collected by pytest (no ``test_`` prefix): the test starts it with ``unshare -n`` so that cluster traffic
+stays on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from causalplay.bench import run_benchmark, summarise, table
+from causalplay.bench.executors import make_executor
+
+ENVS, AGENTS, EPISODES, SEEDS, SHARD = ["causalplay/IVRE-v0"], ["random", "eig"], 40, [0, 1], 20
+
+
+def small_table(out: Path, executor, **kw) -> str:
+    """The test benchmark into ``out``; returns ``table.csv``'s text (also written there)."""
+    df = run_benchmark(ENVS, AGENTS, EPISODES, SEEDS, out, shard_size=SHARD, executor=executor, progress=False,
+                       **kw)
+    text = table(summarise(df)).to_csv(index=False)
+    (out / "table.csv").write_text(text)
+    return text
+
+
+def ray_local(out: Path) -> dict:
+    import ray
+
+    before = set(Path(tempfile.gettempdir()).glob("causalplay-ray-*"))
+    t0 = time.perf_counter()
+    small_table(out, "ray", workers=2)
+    left = set(Path(tempfile.gettempdir()).glob("causalplay-ray-*")) - before
+    return {"seconds": time.perf_counter() - t0, "ray_still_up": ray.is_initialized(),
+            "temp_left": [str(p) for p in left]}
+
+
+def ray_cluster(out: Path) -> dict:
+    """A 2-node ``ray.cluster_utils.Cluster`` (1 CPU each): the table through ``address=``, then an interrupted
+    run on the same cluster."""
+    import shutil
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from causalplay.bench.executors import _ray_token_without_home
+
+    _ray_token_without_home()  # as make_executor does for a local cluster: no token file in the home folder
+    tmp = tempfile.mkdtemp(prefix="causalplay-raycl-")
+    os.environ["RAY_TMPDIR"] = tmp  # Cluster writes its address file under $RAY_TMPDIR/ray, not /tmp/ray
+    os.makedirs(os.path.join(tmp, "ray"))
+    try:
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                                "temp_dir": tmp})
+        try:
+            cluster.add_node(num_cpus=1, temp_dir=tmp)
+            cluster.wait_for_nodes()
+            with make_executor("ray", address=cluster.address) as ex:
+                nodes = len([n for n in ray.nodes() if n["Alive"]])
+                slots = ex.slots
+                small_table(out, ex)
+            aborted = ray_abort(out.with_name("ray-abort"), address=cluster.address)
+        finally:
+            cluster.shutdown()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"nodes": nodes, "slots": slots, "abort": aborted}
+
+
+def interrupted(out: Path, executor: str, **kw) -> dict:
+    """Ctrl-C in the driver (KeyboardInterrupt raised when the second shard is about to be written): the run must
+    stop, tear its executor down, and leave only verifying shards."""
+    from causalplay import __version__
+    from causalplay.bench import runner
+    from causalplay.bench.shards import check_shard
+
+    real, n = runner.write_shard, [0]
+
+    def interrupting(*a, **k):
+        if n[0] == 1:
+            raise KeyboardInterrupt
+        n[0] += 1
+        return real(*a, **k)
+
+    runner.write_shard = interrupting
+    try:
+        small_table(out, executor, **kw)
+        raised = False
+    except KeyboardInterrupt:
+        raised = True
+    finally:
+        runner.write_shard = real
+    plan = runner.plan_shards(ENVS, AGENTS, EPISODES, SEEDS, SHARD)
+    verified = [s.filename for s in plan if check_shard(out / "shards", s, None, __version__) is None]
+    return {"raised": raised, "verified": verified}
+
+
+def ray_abort(out: Path, address: str | None = None) -> dict:
+    """:func:`interrupted` with the Ray executor; Ray must be disconnected afterwards."""
+    import ray
+
+    rec = interrupted(out, "ray", address=address, workers=None if address else 2)
+    return {**rec, "ray_still_up": ray.is_initialized()}
+
+
+def dask(out: Path) -> dict:
+    """The table on a 2-worker LocalCluster, then an interrupted run (its own LocalCluster, aborted)."""
+    before = set(Path(tempfile.gettempdir()).glob("causalplay-dask-*"))
+    small_table(out, "dask", workers=2)
+    rec = interrupted(out.with_name("dask-abort"), "dask", workers=2)
+    left = set(Path(tempfile.gettempdir()).glob("causalplay-dask-*")) - before
+    return {"abort": rec, "temp_left": [str(p) for p in left]}
+
+
+PARTS = {"ray-local": ray_local, "ray-cluster": ray_cluster, "dask": dask}
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    root = Path(sys.argv[1])
+    for part in sys.argv[2:]:
+        rec = {"part": part, "ok": False}
+        try:
+            rec.update(PARTS[part](root / part))
+            rec["ok"] = True
+        except BaseException:  # noqa: BLE001 - reported to the test
+            rec["error"] = traceback.format_exc()[-3000:]
+        print("RESULT " + json.dumps(rec), flush=True)

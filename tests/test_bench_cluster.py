@@ -1,0 +1,86 @@
+"""Ray (local head, 2-node cluster) and Dask (LocalCluster) give serial's table.csv; Ctrl-C stops them.
+
+Cluster traffic must stay on loopback: the runs happen in ``tests/bench_cluster_run.py`` inside a network
+namespace of their own (``unshare -n``), with ``HOME`` pointed at an empty folder that must stay empty.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bench_cluster_run import AGENTS, ENVS, EPISODES, SEEDS, SHARD, small_table
+
+HERE = Path(__file__).resolve().parent
+HAVE = {m: importlib.util.find_spec(m) is not None for m in ("ray", "distributed")}
+
+
+def _netns_ok() -> str | None:
+    """``None`` if ``unshare -n`` works here, else why not."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "needs unshare and ip (util-linux, iproute2) to keep cluster traffic in a network namespace"
+    r = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"unshare -n is not permitted here ({r.stderr.strip()[:100]}); cluster tests need loopback only"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster_runs(tmp_path_factory):
+    why = _netns_ok()
+    if why:
+        pytest.skip(why)
+    parts = [p for p, m in (("ray-local", "ray"), ("ray-cluster", "ray"), ("dask", "distributed")) if HAVE[m]]
+    if not parts:
+        pytest.skip("neither the ray nor the dask extra is installed (pip install 'causalplay[ray,dask]')")
+    root = tmp_path_factory.mktemp("cluster")
+    home = root / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env.pop("RAY_ADDRESS", None)
+    r = subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up; exec "$@"', "sh", sys.executable,
+                        str(HERE / "bench_cluster_run.py"), str(root), *parts],
+                       capture_output=True, text=True, env=env, timeout=540)
+    results = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            rec = json.loads(line[len("RESULT "):])
+            results[rec["part"]] = rec
+    serial = small_table(root / "serial", "serial")
+    return {"root": root, "home": home, "results": results, "serial": serial, "log": r.stderr[-3000:]}
+
+
+def _check(runs, part, module):
+    if not HAVE[module]:
+        pytest.skip(f"the {module} extra is not installed")
+    rec = runs["results"].get(part)
+    assert rec is not None, runs["log"]
+    assert rec["ok"], rec.get("error")
+    assert (runs["root"] / part / "table.csv").read_text() == runs["serial"]  # byte for byte
+    assert list(runs["home"].iterdir()) == []  # nothing left in the user's home
+    return rec
+
+
+def test_ray_local_head_same_table(cluster_runs):
+    rec = _check(cluster_runs, "ray-local", "ray")
+    assert not rec["ray_still_up"] and rec["temp_left"] == []  # own cluster stopped, its temp dir removed
+
+
+def test_ray_two_node_cluster_same_table_and_ctrl_c(cluster_runs):
+    rec = _check(cluster_runs, "ray-cluster", "ray")
+    assert rec["nodes"] == 2 and rec["slots"] == 2
+    ab = rec["abort"]
+    assert ab["raised"] and not ab["ray_still_up"]  # Ctrl-C in the driver tears the executor down
+    n_shards = len(ENVS) * len(AGENTS) * len(SEEDS) * (EPISODES // SHARD)
+    assert len(ab["verified"]) == 1 < n_shards  # the one shard written before Ctrl-C verifies
+
+
+def test_dask_local_cluster_same_table_and_ctrl_c(cluster_runs):
+    rec = _check(cluster_runs, "dask", "distributed")
+    assert rec["abort"]["raised"] and len(rec["abort"]["verified"]) == 1
+    assert rec["temp_left"] == []  # scratch folders of both LocalClusters removed
