@@ -243,7 +243,7 @@ class Renderer:
         self.start()
         assert self._conn is not None
         self._conn.send(("crash", None))
-        self._proc.wait(timeout=10)  # type: ignore[union-attr]
+        self._proc.wait(timeout=self.timeout)  # type: ignore[union-attr]  (a loaded machine may still be importing bpy)
 
     # --- rendering ---------------------------------------------------------------------------------------------------
     def key(self, frame: Mapping[str, Any]) -> str:
