@@ -14,6 +14,8 @@ id                                     task
 ``causalplay/EST-v0``                  deprecated: the same as EST-ACRE-v0 (``-Conjunctive-v0``,
                                        ``-Noisy-v0`` likewise), warns
 ``causalplay/Nexiom-v0``               the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
+``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
+                                       (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
 =====================================  ==================================================================
 
 Every id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "make_batch"]
+__all__ = ["ENV_IDS", "SEQUENCE_IDS", "make_batch"]
 
 _BLICKET = "causalplay.envs.blicket"
 _VECTOR = "causalplay.envs.vector"
@@ -51,7 +53,15 @@ _SPECS: dict[str, tuple[str, str, dict]] = {
 #: The symbolic ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
 ENV_IDS = tuple(_SPECS)
 
-for _id, (_entry, _vec, _kwargs) in _SPECS.items():
+#: Tasks whose gymnasium episode is a *sequence* of machines (kept out of ENV_IDS: the single-machine benchmark
+#: and its generic tests do not apply). id -> (single entry point, vector entry point, kwargs).
+_SEQUENCE_SPECS: dict[str, tuple[str, str, dict]] = {
+    "causalplay/Overhypothesis-v0": ("causalplay.envs.overhypothesis:make_overhypothesis",
+                                     "causalplay.envs.overhypothesis:make_overhypothesis_vec", {}),
+}
+SEQUENCE_IDS = tuple(_SEQUENCE_SPECS)
+
+for _id, (_entry, _vec, _kwargs) in {**_SPECS, **_SEQUENCE_SPECS}.items():
     if _id not in gymnasium.registry:
         gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=_vec, kwargs=dict(_kwargs))
 
@@ -62,7 +72,7 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS`.
+        One of :data:`ENV_IDS` or :data:`SEQUENCE_IDS`.
     batch_size : int
     seed : int or sequence of int, optional
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
@@ -72,12 +82,16 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
 
     Returns
     -------
-    BlicketBatch or NexiomBatch
+    BlicketBatch, NexiomBatch or OverhypothesisBatch
     """
     import numpy as np
 
+    if env_id in _SEQUENCE_SPECS:
+        from .overhypothesis import make_task
+
+        return make_task({**_SEQUENCE_SPECS[env_id][2], **kwargs})(batch_size, np.random.default_rng(seed))
     if env_id not in _SPECS:
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS}")
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + SEQUENCE_IDS}")
     from . import vector
 
     entry, _, base = _SPECS[env_id]
