@@ -656,8 +656,12 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
     state = (random.getstate(), np.random.get_state(), torch.get_rng_state())  # noqa: NPY002
     import pyro
 
+    from ._validate import single_thread
+
     try:
-        with pyro.get_param_store().scope():
+        # One torch thread (restored afterwards): thousands of tiny steps, which extra OpenMP threads only slow
+        # down (measured 20x slower with 2 threads on a loaded 2-core machine).
+        with pyro.get_param_store().scope(), single_thread(1):
             pyro.set_rng_seed(seed)
             if method == "nuts":
                 samples, info = _nuts(seqs, space, form, alpha, sp, noise, num_samples,
@@ -815,3 +819,13 @@ def _svi(seqs, space, form, alpha, sp, noise, num_samples, steps, lr, particles:
         z = loc + torch.einsum("bij,pbj->pbi", scale_tril(), eps)
     return _as_samples(form, z), {"svi_steps": steps, "particles": particles, "final_loss": losses[-1],
                                   "losses": losses}
+
+
+def predictive_rule_probs(log_L: torch.Tensor, alpha, present: torch.Tensor | None = None) -> torch.Tensor:
+    """``[B, R]`` ``E[theta | D]``: the rule prior for the next machine given per-episode log evidence
+    ``log_L [B, K, R]`` (rules form, exact; ``present [B, K]`` False skips an episode). Uniform-prior rule
+    posteriors of each episode are valid ``log_L`` (they differ from the evidence by a per-episode constant)."""
+    alpha = torch.as_tensor(alpha, dtype=log_L.dtype, device=log_L.device)
+    counts, log_w, _ = rule_mixture(log_L, alpha, present)
+    a = alpha[None, :] + counts.to(log_L.dtype)
+    return log_w.exp() @ (a / a.sum(-1, keepdim=True))

@@ -26,8 +26,8 @@ from gymnasium import spaces
 from causalplay.rules import make_rule
 
 from ._single import _box, _numpy_obs, _Single
-from .core import BlicketBatch, panel_layout
-from .sampling import Episodes, TaskConfig, sample_episodes
+from .core import BlicketBatch
+from .sampling import Episodes, TaskConfig
 from .task import ObsLayout, as_rows, validate_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
@@ -99,7 +99,8 @@ class OverhypothesisBatch:
         self.machines = _Machines(config, batch_size, rng, obs_mode=obs_mode)
         self.machines.per_episode = rule_per == "episode"
         self.machines.seq_rule = np.zeros(batch_size, dtype=np.int64)
-        self.config, self.B, self.K, self.rule_per, self.obs_mode = config, batch_size, int(n_episodes), rule_per, obs_mode
+        self.config, self.B, self.K = config, batch_size, int(n_episodes)
+        self.rule_per, self.obs_mode = rule_per, obs_mode
         inner = self.machines.layout
         self.layout = ObsLayout.of(*[(f.name, f.size, f.scale, f.doc) for f in inner.fields],
                                    ("episode", 1, float(self.K), "machine number in the sequence / K"))

@@ -40,8 +40,8 @@ from __future__ import annotations
 import pyro
 import pyro.distributions as dist
 import torch
-
 from causalplay.models.sigmoid import SigmoidPrior
+
 from causalplay.rules import apply_noise, sigmoid_response
 from causalplay.spec import WorldSpec
 
