@@ -10,7 +10,11 @@
    solve rate, episode R, and the paired gain with a 95% normal CI.
 
 Results go to ``runs/<name>/`` (``pattern.csv``, ``records.csv`` appended after every run, ``summary.csv``,
-``summary.md``, ``transfer.png``). ``python analyses/overhypothesis_transfer.py [--smoke] [--part env|pattern]``.
+``summary.md``, ``transfer.png``, ``crosscheck.csv``).
+``python analyses/overhypothesis_transfer.py [--smoke] [--part env|pattern|crosscheck]``.
+
+3. **Cross-check** (``--part crosscheck``): exact vs NUTS vs SVI posterior means and sds of the shared
+   parameters on 6 synthetic sequences per form.
 """
 
 from __future__ import annotations
@@ -93,6 +97,47 @@ def _prior_only(post):
     return post
 
 
+def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmup: int = 500,
+               svi_steps: int = 1000) -> pd.DataFrame:
+    """Exact vs NUTS vs SVI posterior mean and sd of the shared parameters on synthetic sequences (N = 3,
+    K = 4 machines of 6 random trials, rule per sequence, noise ``cfg.noise``): one row per (form, sequence)."""
+    from causalplay.overhypothesis import SequenceBatch
+
+    rng = np.random.default_rng(cfg.seed)
+    B, K, T, N = n_sequences, 4, 6, 3
+    rule = np.arange(B) % 2
+    blickets = rng.random((B, K, N)) < 0.5
+    trials = rng.random((B, K, T, N)) < 0.5
+    lit = (trials & blickets[:, :, None]).sum(-1) >= (1 + rule)[:, None, None]
+    lit ^= rng.random(lit.shape) < cfg.noise
+    seqs = SequenceBatch(torch.from_numpy(trials).double(), torch.from_numpy(lit).double(),
+                         torch.ones(B, K, T, dtype=torch.bool))
+    rows = []
+    for form in ("rules", "sigmoid"):
+        ex = causalplay.infer_overhypothesis(seqs, form=form, noise=cfg.noise)
+        for b in range(B):
+            one = SequenceBatch(seqs.trials[b:b + 1], seqs.lit[b:b + 1], seqs.mask[b:b + 1])
+            res = {"exact": ex[b]}
+            for method in ("nuts", "svi"):
+                t0 = time.perf_counter()
+                res[method] = causalplay.infer_overhypothesis(one, form=form, noise=cfg.noise, method=method,
+                                                              num_samples=num_samples, warmup_steps=warmup,
+                                                              svi_steps=svi_steps, seed=cfg.seed + b)
+                res[method + "_s"] = time.perf_counter() - t0
+            for par in ex.parameters:
+                row = {"form": form, "sequence": b, "true_rule": int(rule[b]), "parameter": par}
+                for m in ("exact", "nuts", "svi"):
+                    row[f"{m}_mean"] = float(res[m].mean()[par].iloc[0])
+                    row[f"{m}_sd"] = float(res[m].sd()[par].iloc[0])
+                row["nuts_n_eff"] = float(np.ravel(res["nuts"].info["n_eff"])[list(ex.parameters).index(par)]
+                                          if form == "sigmoid" else np.ravel(res["nuts"].info["n_eff"])[0])
+                row["nuts_s"], row["svi_s"] = res["nuts_s"], res["svi_s"]
+                rows.append(row)
+            if form == "rules":
+                rows = [r for r in rows if not (r["form"] == "rules" and r["parameter"].endswith("[disjunctive]"))]
+    return pd.DataFrame(rows)
+
+
 def play(cfg: Config, agent: str, rule_per: str) -> pd.DataFrame:
     B = cfg.n_sequences
     rngs = [np.random.default_rng([cfg.seed, i]) for i in range(B)]
@@ -170,6 +215,10 @@ def run(cfg: Config, parts: tuple[str, ...] = ("pattern", "env")) -> dict:
     prev = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     try:
+        if "crosscheck" in parts:
+            cc = crosscheck(cfg)
+            cc.to_csv(out / "crosscheck.csv", index=False)
+            result["crosscheck"] = cc
         if "pattern" in parts:
             pat = pattern(cfg)
             pat.to_csv(out / "pattern.csv", index=False)
@@ -205,7 +254,7 @@ def _has_tabulate() -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--part", choices=("pattern", "env"), action="append")
+    ap.add_argument("--part", choices=("pattern", "env", "crosscheck"), action="append")
     ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
     ap.add_argument("--name")
     ap.add_argument("--n-sequences", type=int)
