@@ -222,6 +222,9 @@ def test_batched_equals_one_at_a_time_and_frame_input():
     for i, k in enumerate(fr.keys):
         j = int(k[1])
         np.testing.assert_allclose(fr[i].mean().to_numpy(), batch[j].mean().to_numpy(), atol=1e-12)
+    one_learner = pd.DataFrame([r for r in rows if r["learner"] == "p0"]).drop(columns=["learner"])
+    single = infer_overhypothesis(one_learner, n_objects=3, noise=0.1)  # no sequence column: one learner
+    np.testing.assert_allclose(single.mean().to_numpy(), batch[0].mean().to_numpy(), atol=1e-12)
     sig = infer_overhypothesis(SequenceBatch.from_sequences(seqs, 3), noise=0.1, form="sigmoid", grid=9)
     one = infer_overhypothesis(seqs[2], n_objects=3, noise=0.1, form="sigmoid", grid=9)
     np.testing.assert_allclose(sig[2].log_w.numpy(), one.log_w.numpy(), atol=1e-12)

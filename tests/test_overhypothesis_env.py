@@ -222,3 +222,27 @@ def test_transfer_analysis_smoke(tmp_path, one_thread, monkeypatch):
     # machine 1 is played before anything can transfer: the two agents are identical there
     first = s[(s.machine == 1) & s.fewer_trials.notna()]
     assert (first.fewer_trials == 0).all()
+
+
+def test_sb3_vec_env_equals_dummy_vec_env():
+    # the adapter RecurrentPPO (meta-RL across machines) would train on
+    pytest.importorskip("stable_baselines3")
+    from causalplay.envs.sb3 import make_sb3_vec
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    B = 3
+    ours = make_sb3_vec(ID, B, seed=7, n_episodes=2)
+    ref = DummyVecEnv([lambda: gym.make(ID, n_episodes=2) for _ in range(B)])
+    ref.seed(7)
+    np.testing.assert_array_equal(ours.reset(), ref.reset())
+    rng = np.random.default_rng(2)
+    n_done = 0
+    for _ in range(45):
+        a = rng.random((B, 18)).astype(np.float32)
+        o1, r1, d1, _ = ours.step(a)
+        o2, r2, d2, _ = ref.step(a)
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_allclose(r1, r2, atol=1e-6)
+        np.testing.assert_array_equal(d1, d2)
+        n_done += int(d2.sum())
+    assert n_done >= B
