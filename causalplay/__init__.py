@@ -25,11 +25,15 @@ def __getattr__(name: str):
         from .svi import SVIBeliefs
 
         return SVIBeliefs
+    if name == "infer_overhypothesis":
+        from .overhypothesis import infer_overhypothesis
+
+        return infer_overhypothesis
     if name in ("fit", "compare"):
         from . import fitting
 
         return getattr(fitting, name)
-    if name in ("data", "agents", "bench", "models", "svi"):
+    if name in ("data", "agents", "bench", "models", "svi", "overhypothesis"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -39,6 +43,7 @@ def __getattr__(name: str):
 __all__ = [
     "infer",
     "infer_batch",
+    "infer_overhypothesis",
     "make_spec",
     "EXACT_LIMIT",
     "choose_method",

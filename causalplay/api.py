@@ -76,7 +76,8 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
           rule_prior: Mapping[str, float] | Sequence[float] | None = None,
           blicket_prior: float = 1.0 / 3.0, n_blickets=None, noise: float = 0.0, method: str = "auto",
           device: str | torch.device | None = None, dtype: torch.dtype = torch.float64,
-          svi_options: Mapping | None = None, max_memory=None, threads: int | None = 1) -> Beliefs | SVIBeliefs:
+          svi_options: Mapping | None = None, max_memory=None, threads: int | None = 1,
+          overhypothesis=None) -> Beliefs | SVIBeliefs:
     """An ideal Bayesian learner's beliefs after some Blicket-machine evidence.
 
     Parameters
@@ -112,6 +113,10 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     threads : int or None
         Torch threads for this history and the returned Beliefs' methods (1: one history is too small to share
         out; the caller's setting is restored after each call). None leaves torch's setting alone.
+    overhypothesis : causalplay.overhypothesis.OverhypothesisPosterior, optional
+        What earlier machines taught (:func:`causalplay.infer_overhypothesis`, one sequence): its
+        ``predictive_prior(n_objects=...)`` replaces ``rules``, ``rule_prior``, ``blicket_prior``, ``n_blickets``
+        and ``noise``, which must then be left at their defaults.
 
     Returns
     -------
@@ -131,7 +136,11 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     hist = History.from_pairs(history, _n_objects_arg(n_objects))
-    spec = WorldSpec.from_options(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
+    if overhypothesis is not None:
+        spec = _transferred_spec(overhypothesis, hist.n_objects, rules=rules, rule_prior=rule_prior,
+                                 blicket_prior=blicket_prior, n_blickets=n_blickets, noise=noise)
+    else:
+        spec = WorldSpec.from_options(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
     if choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
 
@@ -144,6 +153,26 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
             batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
             log_w = log_posterior(space, batch, max_memory=budget)[0]
     return Beliefs(space, log_w, history=hist, max_memory=budget, threads=threads)
+
+
+def _transferred_spec(post, n_objects: int, **given) -> WorldSpec:
+    """The WorldSpec for a new machine from an overhypothesis posterior (one sequence); the per-machine options
+    it replaces must be at their defaults."""
+    from .overhypothesis import OverhypothesisPosterior
+
+    if not isinstance(post, OverhypothesisPosterior):
+        raise TypeError(f"overhypothesis must be an OverhypothesisPosterior (causalplay.infer_overhypothesis), got "
+                        f"{type(post).__name__}")
+    if post.batch_size != 1:
+        raise ValueError(f"overhypothesis holds {post.batch_size} sequences; pass one learner's posterior, e.g. "
+                         "overhypothesis=post[i]")
+    defaults = {"rules": ("disjunctive", "conjunctive"), "rule_prior": None, "blicket_prior": 1.0 / 3.0,
+                "n_blickets": None, "noise": 0.0}
+    clash = [k for k, v in given.items() if not (v is defaults[k] or v == defaults[k])]
+    if clash:
+        raise ValueError(f"with overhypothesis=..., the new machine's prior comes from the overhypothesis; do not also "
+                         f"pass {', '.join(clash)}")
+    return post.predictive_prior(0, n_objects=n_objects)
 
 
 def _svi_options(svi_options) -> dict:

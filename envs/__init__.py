@@ -16,6 +16,8 @@ id                                     task
 ``causalplay/Nexiom-v0``               the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
 ``causalplay/CausalDAG-v0``            Lampinen et al. 2023 causal DAG world: 5 variables, 5 interventions + goal
 ``causalplay/CausalDAG-Adaptive-v0``   the DAG world with 10 variables, 5 relevant (several-hot in the obs.)
+``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
+                                       (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
 =====================================  ==================================================================
 
 Every Blicket id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "DAG_ENV_IDS", "make_batch"]
+__all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "make_batch"]
 
 _BLICKET = "causalplay.envs.blicket"
 _VECTOR = "causalplay.envs.vector"
@@ -58,7 +60,15 @@ ENV_IDS = tuple(i for i in _SPECS if not i.startswith("causalplay/CausalDAG"))
 #: The causal-DAG ids (Lampinen et al. 2023; a Discrete action space and their own Task, ``CausalDAGBatch``).
 DAG_ENV_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/CausalDAG"))
 
-for _id, (_entry, _vec, _kwargs) in _SPECS.items():
+#: Tasks whose gymnasium episode is a *sequence* of machines (kept out of ENV_IDS: the single-machine benchmark
+#: and its generic tests do not apply). id -> (single entry point, vector entry point, kwargs).
+_SEQUENCE_SPECS: dict[str, tuple[str, str, dict]] = {
+    "causalplay/Overhypothesis-v0": ("causalplay.envs.overhypothesis:make_overhypothesis",
+                                     "causalplay.envs.overhypothesis:make_overhypothesis_vec", {}),
+}
+SEQUENCE_IDS = tuple(_SEQUENCE_SPECS)
+
+for _id, (_entry, _vec, _kwargs) in {**_SPECS, **_SEQUENCE_SPECS}.items():
     if _id not in gymnasium.registry:
         gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=_vec, kwargs=dict(_kwargs))
 
@@ -69,7 +79,7 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS` or :data:`DAG_ENV_IDS`.
+        One of :data:`ENV_IDS`, :data:`DAG_ENV_IDS` or :data:`SEQUENCE_IDS`.
     batch_size : int
     seed : int or sequence of int, optional
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
@@ -79,12 +89,17 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
 
     Returns
     -------
-    BlicketBatch, NexiomBatch or CausalDAGBatch
+    BlicketBatch, NexiomBatch, CausalDAGBatch or OverhypothesisBatch
     """
     import numpy as np
 
+    if env_id in _SEQUENCE_SPECS:
+        from .overhypothesis import make_task
+
+        return make_task({**_SEQUENCE_SPECS[env_id][2], **kwargs})(batch_size, np.random.default_rng(seed))
     if env_id not in _SPECS:
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + DAG_ENV_IDS}")
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of "
+                         f"{ENV_IDS + DAG_ENV_IDS + SEQUENCE_IDS}")
     from . import vector
 
     entry, _, base = _SPECS[env_id]

@@ -60,19 +60,20 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
+from .transfer import TransferEIGAgent
 
 __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "split_agent_specs", "Agent", "MemoryAgent", "TaskInfo",
            "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent", "RandomAgent",
            "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent", "PaperBayesAgent",
            "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS",
-           "LLMAgent"]
+           "LLMAgent", "TransferEIGAgent"]
 
 #: name -> class, in the benchmark's table order.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls
     for cls in (PaperRandomAgent, PaperBayesAgent, PaperNaiveAgent, PaperSearchRandomAgent, PaperSearchNaiveAgent,
                 PaperNotearsAgent, RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent,
-                NotearsAgent, EIGAgent, PlannerAgent, LLMAgent)
+                NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent)
 }
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.

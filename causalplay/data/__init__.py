@@ -17,8 +17,15 @@ blickets_correct   no        ``true``/``false``; checked against the two columns
 rule_correct       no        ``true``/``false``; checked against ``rule``/``rule_choice``
 prior_experience   no        ``true``/``false``
 round_seconds      no        number >= 0 (empty allowed)
+learner            no        the person who played this round (needed with ``round``)
+round              no        1-based order of this round among the ``learner``'s rounds
 rule_text, ...     no        any further column is kept as text
 =================  ========  =================================================================
+
+**Multi-round data** (several machines per person, issue 15): one ``participants.csv`` row per round, the
+``participant`` code unique per round (e.g. ``p07-r2``), ``learner`` naming the person and ``round`` numbering
+that person's rounds ``1, 2, ...`` (each number once, no gaps). :meth:`TrialData.sequences` returns each
+learner's rounds in order, the input of :func:`causalplay.infer_overhypothesis`.
 
 ``tests.csv`` -- one row per test, in order
 
@@ -133,6 +140,18 @@ class TrialData:
                 np.zeros((0, self.n_objects), dtype=bool), np.zeros(0, dtype=bool))
         return out
 
+    def sequences(self) -> dict[str, list[History]]:
+        """``learner -> [History of round 1, round 2, ...]`` for multi-round data (``learner`` and ``round``
+        columns; see the module docstring), ready for :func:`causalplay.infer_overhypothesis`."""
+        if "round" not in self.participants.columns:
+            raise ValueError("this data has no round column: one round per participant (see the schema's "
+                             "multi-round columns learner and round)")
+        hs = self.histories()
+        out: dict[str, list[History]] = {}
+        for _, r in self.participants.sort_values(["learner", "round"], kind="stable").iterrows():
+            out.setdefault(r["learner"], []).append(hs[r["participant"]])
+        return out
+
     def subset(self, ids) -> TrialData:
         """The data of the participants in ``ids`` (in that order)."""
         ids = list(ids)
@@ -217,6 +236,9 @@ def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible:
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise DataValidationError([RowIssue(name, 1, c, "", "required column is missing") for c in missing])
+    if "round" in P.columns and "learner" not in P.columns:
+        raise DataValidationError([RowIssue("participants.csv", 1, "learner", "",
+                                            "a round column needs a learner column (who played the rounds)")])
 
     if n_objects is None:
         mx = -1
@@ -273,6 +295,14 @@ def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible:
                 if v not in _BOOL:
                     bad(f, i, col, r[col], "expected true/false")
                 out[col] = _BOOL.get(v)
+        if "round" in P.columns:
+            rd = r["round"].strip()
+            if not (rd.isdigit() and int(rd) >= 1):
+                bad(f, i, "round", r["round"], "expected a positive integer (1-based round of the learner)")
+            out["round"] = int(rd) if rd.isdigit() and int(rd) >= 1 else None
+            out["learner"] = r["learner"].strip() if "learner" in P.columns else None
+            if "learner" in P.columns and not out["learner"]:
+                bad(f, i, "learner", r["learner"], "empty learner code (needed with a round column)")
         if "round_seconds" in P.columns:
             out["round_seconds"] = _nonneg_float(r["round_seconds"],
                                                  partial(bad, f, i, "round_seconds", r["round_seconds"]))
@@ -333,6 +363,19 @@ def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible:
                                       f"{list(p['true_blickets'])} under the {p['rule']} rule give "
                                       f"P(lit)={p_lit:g} (participant {pid})"))
         parsed_t.append(out)
+
+    if "round" in P.columns:
+        rounds: dict[str, list[tuple[int, int]]] = {}
+        for p in parsed_p:
+            if p.get("learner") and p.get("round") is not None:
+                rounds.setdefault(p["learner"], []).append((p["round"], p["_row"]))
+        for who, rs in rounds.items():
+            nums = sorted(n for n, _ in rs)
+            if nums != list(range(1, len(nums) + 1)):
+                row = max(rs)[1] if len(set(nums)) == len(nums) else \
+                    [r for n, r in rs if [m for m, _ in rs].count(n) > 1][-1]
+                bad("participants.csv", row - 2, "round", str(nums),
+                    f"rounds of learner {who!r} must be numbered 1..{len(nums)}, each once; got {nums}")
 
     for pid, p in prow.items():
         if p["n_tests"] is not None and p["n_tests"] != len(seen.get(pid, [])):

@@ -1,0 +1,288 @@
+"""Overhypotheses: the Lucas & Griffiths transfer pattern and the transfer gain on Overhypothesis-v0 (issue 15).
+
+1. **Pattern** (exact, fast): training machines whose evidence is conjunctive or disjunctive (or none), then an
+   ambiguous test machine; the learned overhypothesis (both forms) sets the test machine's prior
+   (``causalplay.infer(test, overhypothesis=post)``). Reported: P(D lights alone), P(D blicket), P(F blicket).
+2. **Transfer on Overhypothesis-v0**: ``eig-transfer`` (learns the rule prior across machines) vs
+   ``eig-transfer:transfer=False`` (uniform rule prior on every machine), with the rule drawn per sequence (the
+   task) and per machine (the control). Rows own generators seeded ``[seed, i]``, so every agent meets the same
+   machines (paired differences). Reported by machine index: mean trials-to-solve (``T + 1`` when unsolved),
+   solve rate, episode R, and the paired gain with a 95% normal CI.
+
+Results go to ``runs/<name>/`` (``pattern.csv``, ``records.csv`` appended after every run, ``summary.csv``,
+``summary.md``, ``transfer.png``, ``crosscheck.csv``).
+``python analyses/overhypothesis_transfer.py [--smoke] [--part env|pattern|crosscheck]``.
+
+3. **Cross-check** (``--part crosscheck``): exact vs NUTS vs SVI posterior means and sds of the shared
+   parameters on 6 synthetic sequences per form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
+
+import causalplay
+from causalplay.agents import TaskInfo, make_agent
+
+
+@dataclass
+class Config:
+    name: str = "overhypothesis_transfer"
+    n_sequences: int = 240
+    n_episodes: int = 5
+    agents: tuple[str, ...] = ("eig-transfer:transfer=False", "eig-transfer", "eig-transfer:concentration=0.1")
+    rule_per: tuple[str, ...] = ("sequence", "episode")
+    training_machines: int = 3
+    noise: float = 0.05
+    seed: int = 0
+    threads: int = 1
+    out: str = "runs"
+
+
+SMOKE = Config(name="overhypothesis_transfer_smoke", n_sequences=4, n_episodes=2,
+               agents=("eig-transfer:transfer=False", "eig-transfer"), training_machines=2)
+
+BASELINE = "eig-transfer:transfer=False"
+
+#: Training machines of three objects A, B, C (noise explains the evidence a rule cannot).
+#: Conjunctive: A, B, C each alone dark, AB dark, AC lit, BC dark -> A and C are blickets, both needed.
+#: Disjunctive: A alone lit, B, C alone dark, AB lit, AC lit, BC dark -> A alone is a blicket.
+TRAINING = {
+    "conjunctive": [([0], False), ([1], False), ([2], False), ([0, 1], False), ([0, 2], True), ([1, 2], False)],
+    "disjunctive": [([0], True), ([1], False), ([2], False), ([0, 1], True), ([0, 2], True), ([1, 2], False)],
+}
+#: The ambiguous test machine (objects D, E, F = 0, 1, 2): D and E together lit, F alone dark.
+TEST = [([0, 1], True), ([2], False)]
+
+
+def pattern(cfg: Config) -> pd.DataFrame:
+    """The transfer pattern: one row per (training, form)."""
+    rows = []
+    for form in ("rules", "sigmoid"):
+        for training in ("none", "conjunctive", "disjunctive"):
+            if training == "none":
+                b = causalplay.infer(TEST, n_objects=3, noise=cfg.noise) if form == "rules" else None
+                if b is None:  # the sigmoid prior itself: the grid posterior of no data is the prior
+                    post = causalplay.infer_overhypothesis([[([0], False)]], n_objects=3, form=form, noise=cfg.noise)
+                    post = _prior_only(post)
+                    b = causalplay.infer(TEST, n_objects=3, overhypothesis=post)
+                rho = np.nan
+            else:
+                post = causalplay.infer_overhypothesis([TRAINING[training]] * cfg.training_machines, n_objects=3,
+                                                       form=form, noise=cfg.noise)
+                b = causalplay.infer(TEST, n_objects=3, overhypothesis=post)
+                rho = float(post.predictive_rule_probs()[0, 1]) if form == "rules" else np.nan
+            rows.append({"form": form, "training": training, "machines": 0 if training == "none" else
+                         cfg.training_machines, "P(conjunctive next)": rho, "P(D lights alone)": b.predict([0]),
+                         "P(D blicket)": float(b.blicket_prob[0]), "P(F blicket)": float(b.blicket_prob[2])})
+    return pd.DataFrame(rows)
+
+
+def _prior_only(post):
+    """The sigmoid posterior replaced by its prior (the grid's prior mass), for the no-training row."""
+    from causalplay.overhypothesis import sigmoid_grid
+
+    gb, gg, glp = sigmoid_grid(None, post.info["grid"], post.info["grid_width"])
+    post.log_w = glp[None, :].to(post.log_w)
+    return post
+
+
+def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmup: int = 500,
+               svi_steps: int = 1000) -> pd.DataFrame:
+    """Exact vs NUTS vs SVI posterior mean and sd of the shared parameters on synthetic sequences (N = 3,
+    K = 4 machines of 6 random trials, rule per sequence, noise ``cfg.noise``): one row per (form, sequence)."""
+    from causalplay.overhypothesis import SequenceBatch
+
+    rng = np.random.default_rng(cfg.seed)
+    B, K, T, N = n_sequences, 4, 6, 3
+    rule = np.arange(B) % 2
+    blickets = rng.random((B, K, N)) < 0.5
+    trials = rng.random((B, K, T, N)) < 0.5
+    lit = (trials & blickets[:, :, None]).sum(-1) >= (1 + rule)[:, None, None]
+    lit ^= rng.random(lit.shape) < cfg.noise
+    seqs = SequenceBatch(torch.from_numpy(trials).double(), torch.from_numpy(lit).double(),
+                         torch.ones(B, K, T, dtype=torch.bool))
+    rows = []
+    for form in ("rules", "sigmoid"):
+        ex = causalplay.infer_overhypothesis(seqs, form=form, noise=cfg.noise)
+        for b in range(B):
+            one = SequenceBatch(seqs.trials[b:b + 1], seqs.lit[b:b + 1], seqs.mask[b:b + 1])
+            res = {"exact": ex[b]}
+            for method in ("nuts", "svi"):
+                t0 = time.perf_counter()
+                res[method] = causalplay.infer_overhypothesis(one, form=form, noise=cfg.noise, method=method,
+                                                              num_samples=num_samples, warmup_steps=warmup,
+                                                              svi_steps=svi_steps, seed=cfg.seed + b)
+                res[method + "_s"] = time.perf_counter() - t0
+            for par in ex.parameters:
+                row = {"form": form, "sequence": b, "true_rule": int(rule[b]), "parameter": par}
+                for m in ("exact", "nuts", "svi"):
+                    row[f"{m}_mean"] = float(res[m].mean()[par].iloc[0])
+                    row[f"{m}_sd"] = float(res[m].sd()[par].iloc[0])
+                row["nuts_n_eff"] = float(np.ravel(res["nuts"].info["n_eff"])[list(ex.parameters).index(par)]
+                                          if form == "sigmoid" else np.ravel(res["nuts"].info["n_eff"])[0])
+                row["nuts_s"], row["svi_s"] = res["nuts_s"], res["svi_s"]
+                rows.append(row)
+            if form == "rules":
+                rows = [r for r in rows if not (r["form"] == "rules" and r["parameter"].endswith("[disjunctive]"))]
+    return pd.DataFrame(rows)
+
+
+def play(cfg: Config, agent: str, rule_per: str) -> pd.DataFrame:
+    B = cfg.n_sequences
+    rngs = [np.random.default_rng([cfg.seed, i]) for i in range(B)]
+    task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=cfg.n_episodes, rule_per=rule_per)
+    obs = task.reset()
+    ag = make_agent(agent, seed=cfg.seed)
+    ag.reset(TaskInfo.from_env(task), obs)
+    t0 = time.perf_counter()
+    while not bool(task.done.all()):
+        obs, *_ = task.step(ag.act(obs, ~task.done))
+    rec = task.record()
+    K = cfg.n_episodes
+    return pd.DataFrame({
+        "agent": agent, "rule_per": rule_per, "sequence": np.repeat(np.arange(B), K),
+        "machine": np.tile(np.arange(K), B), "rule": rec["rule"].reshape(-1),
+        "n_blickets": rec["n_blickets"].reshape(-1),
+        "trials_to_solve": rec["trials_to_solve"].reshape(-1), "solved": rec["episode_solved"].reshape(-1),
+        "episode_reward": rec["episode_reward"].reshape(-1), "seconds": (time.perf_counter() - t0) / B})
+
+
+def _ci(x: np.ndarray) -> tuple[float, float, float]:
+    m = float(np.mean(x))
+    h = 1.96 * float(np.std(x, ddof=1)) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
+    return m, m - h, m + h
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Means with 95% CIs by (rule_per, agent, machine), and paired gains over the baseline."""
+    out = []
+    for (rp, agent, k), g in df.groupby(["rule_per", "agent", "machine"], sort=True):
+        row = {"rule_per": rp, "agent": agent, "machine": k + 1, "n": len(g)}
+        for col in ("trials_to_solve", "episode_reward", "solved"):
+            m, lo, hi = _ci(g[col].to_numpy(float))
+            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
+        base = df[(df.rule_per == rp) & (df.agent == BASELINE) & (df.machine == k)].set_index("sequence")
+        if agent != BASELINE and len(base):
+            gi = g.set_index("sequence").loc[base.index]
+            for col, sign in (("trials_to_solve", -1), ("episode_reward", 1)):
+                m, lo, hi = _ci(sign * (gi[col].to_numpy(float) - base[col].to_numpy(float)))
+                name = "fewer_trials" if col == "trials_to_solve" else "gain_R"
+                row.update({name: m, f"{name}_lo": lo, f"{name}_hi": hi})
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def figure(summary: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for ax, rp in zip(axes, ("sequence", "episode"), strict=True):
+        s = summary[(summary.rule_per == rp) & summary.get("fewer_trials", pd.Series(dtype=float)).notna()]
+        for agent, g in s.groupby("agent"):
+            ax.errorbar(g.machine, g.fewer_trials, yerr=[g.fewer_trials - g.fewer_trials_lo,
+                                                         g.fewer_trials_hi - g.fewer_trials], marker="o",
+                        capsize=3, label=agent.replace("eig-transfer", "transfer"))
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_title("rule per sequence (task)" if rp == "sequence" else "rule per machine (control)")
+        ax.set_xlabel("machine in the sequence")
+    axes[0].set_ylabel("fewer trials to solve than\nno transfer (paired, 95% CI)")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(cfg: Config, parts: tuple[str, ...] = ("pattern", "env")) -> dict:
+    out = Path(cfg.out) / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    result: dict = {}
+    prev = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        if "crosscheck" in parts:
+            cc = crosscheck(cfg)
+            cc.to_csv(out / "crosscheck.csv", index=False)
+            result["crosscheck"] = cc
+        if "pattern" in parts:
+            pat = pattern(cfg)
+            pat.to_csv(out / "pattern.csv", index=False)
+            result["pattern"] = pat
+        if "env" in parts:
+            records = out / "records.csv"
+            frames = []
+            for rp in cfg.rule_per:
+                for agent in cfg.agents:
+                    df = play(cfg, agent, rp)
+                    frames.append(df)
+                    df.to_csv(records, mode="a" if records.exists() and len(frames) > 1 else "w",
+                              header=len(frames) == 1, index=False)
+            summary = summarise(pd.concat(frames, ignore_index=True))
+            summary.to_csv(out / "summary.csv", index=False)
+            (out / "summary.md").write_text(summary.round(3).to_markdown(index=False) if _has_tabulate()
+                                            else summary.round(3).to_string(index=False))
+            figure(summary, out / "transfer.png")
+            result["summary"] = summary
+    finally:
+        torch.set_num_threads(prev)
+    return result
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--part", choices=("pattern", "env", "crosscheck"), action="append")
+    ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
+    ap.add_argument("--name")
+    ap.add_argument("--n-sequences", type=int)
+    ap.add_argument("--merge", nargs="+", metavar="RUN_DIR", help="summarise the records.csv of these run folders "
+                    "(e.g. the two rule_per halves run in parallel) into runs/<name>/")
+    a = ap.parse_args()
+    if a.merge:
+        out = Path("runs") / (a.name or Config.name)
+        out.mkdir(parents=True, exist_ok=True)
+        df = pd.concat([pd.read_csv(Path(d) / "records.csv") for d in a.merge], ignore_index=True)
+        df.to_csv(out / "records.csv", index=False)
+        summary = summarise(df)
+        summary.to_csv(out / "summary.csv", index=False)
+        figure(summary, out / "transfer.png")
+        print(summary.round(3).to_string(index=False))
+        return
+    cfg = SMOKE if a.smoke else Config()
+    if a.rule_per:
+        cfg = dataclasses.replace(cfg, rule_per=tuple(a.rule_per))
+    if a.name:
+        cfg = dataclasses.replace(cfg, name=a.name)
+    if a.n_sequences:
+        cfg = dataclasses.replace(cfg, n_sequences=a.n_sequences)
+    res = run(cfg, tuple(a.part or ("pattern", "env")))
+    for k, v in res.items():
+        print(k)
+        print(v.round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
