@@ -39,7 +39,7 @@ from causalplay.rules import Rule
 from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
 from .reward import _ivre_jsd, ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
-from .task import ObsLayout, RewardSpec, as_rows, validate_action
+from .task import ObsLayout, RewardSpec, as_rows, batch_action, validate_action
 
 __all__ = ["TaskConfig", "BlicketBatch", "OBS_MODES", "jsd", "ivre_jsd", "oracle_space", "acre_types",
            "validate_action", "OBJECT_POOL", "ACRE_TYPES", "ORACLE_DTYPE"]
@@ -242,14 +242,7 @@ class BlicketBatch:
         cfg, N, B, x = self.config, self.config.n_objects, self.B, self._np
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        if check:
-            a = validate_action(action, 2 * N)
-            if a.ndim == 1:
-                a = a[None]
-            if a.shape[0] != B:
-                raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={B}")
-        else:
-            a = action
+        a = batch_action(action, 2 * N, B, check)
         a = a.numpy() if isinstance(a, torch.Tensor) else np.asarray(a, dtype=np.float64)
         trial, belief = a[:, :N] > 0.5, a[:, N:]
         active = ~x["done"]

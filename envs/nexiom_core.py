@@ -24,7 +24,7 @@ import torch
 from causalplay.rules import make_rule
 
 from .machine import machine_lit
-from .task import ObsLayout, RewardSpec, as_rows, validate_action
+from .task import ObsLayout, RewardSpec, as_rows, batch_action
 
 __all__ = ["NexiomBatch"]
 
@@ -145,14 +145,7 @@ class NexiomBatch:
         N = self.n_objects
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        if check:
-            a = validate_action(action, 2 * N + 2)
-            if a.ndim == 1:
-                a = a[None]
-            if a.shape[0] != self.B:
-                raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={self.B}")
-        else:
-            a = action
+        a = batch_action(action, 2 * N + 2, self.B, check)
         active = ~self.done
         self.t = self.t + active.long()
         answer = active & ((a[:, 2 * N] > 0.5) | (self.tests >= self.budget))

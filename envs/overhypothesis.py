@@ -28,7 +28,7 @@ from causalplay.rules import make_rule
 from ._single import _box, _numpy_obs, _Single
 from .core import BlicketBatch
 from .sampling import Episodes, TaskConfig
-from .task import ObsLayout, as_rows, validate_action
+from .task import ObsLayout, as_rows, batch_action, validate_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
            "make_overhypothesis_vec", "RULE_PER"]
@@ -185,14 +185,7 @@ class OverhypothesisBatch:
         of the sequence (see the class docstring)."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        if check:
-            a = validate_action(action, self.action_size)
-            if a.ndim == 1:
-                a = a[None]
-            if a.shape[0] != self.B:
-                raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={self.B}")
-        else:
-            a = action
+        a = batch_action(action, self.action_size, self.B, check)
         x, m = self._np, self.machines
         active = ~x["done"]
         m._np["done"][~active] = True  # ended sequences: the machine ignores the row

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
-__all__ = ["Task", "ObsField", "ObsLayout", "RewardSpec", "validate_action", "as_rows"]
+__all__ = ["Task", "ObsField", "ObsLayout", "RewardSpec", "validate_action", "batch_action", "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -154,3 +154,16 @@ def validate_action(action, n_values: int) -> torch.Tensor:
         bad = a[(a < 0) | (a > 1)].flatten()[0]
         raise ValueError(f"action values must lie in [0, 1], got {float(bad)!r}")
     return torch.from_numpy(np.array(a, dtype=np.float64))
+
+
+def batch_action(action, n_values: int, batch_size: int, check: bool = True) -> torch.Tensor:
+    """A task's ``step`` input as a float64 ``[batch_size, n_values]`` tensor: validated (:func:`validate_action`,
+    a single row promoted to a batch of one) unless ``check=False`` says the caller already did."""
+    if not check:
+        return action
+    a = validate_action(action, n_values)
+    if a.ndim == 1:
+        a = a[None]
+    if a.shape[0] != batch_size:
+        raise ValueError(f"action batch has {a.shape[0]} rows, expected batch_size={batch_size}")
+    return a
