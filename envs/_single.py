@@ -10,6 +10,7 @@ import numpy as np
 from causalplay.rules import Rule, make_rule
 
 from .sampling import OBJECT_POOL
+from .task import validate_action
 
 __all__: list[str] = []
 
@@ -51,6 +52,14 @@ class _Single(gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._ended:
             raise RuntimeError("the episode has ended; call reset()")
+
+    def _one_action(self, action, n_values: int):
+        """The running check and the action of one episode, validated, as a ``[n_values]`` float64 tensor."""
+        self._check_running()
+        a = validate_action(action, n_values)
+        if a.ndim != 1:
+            raise ValueError(f"action must have shape ({n_values},), got {tuple(a.shape)}")
+        return a
 
     def _final_info(self) -> dict:
         b = self._batch

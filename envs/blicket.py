@@ -11,7 +11,7 @@ from gymnasium import spaces
 from causalplay.rules import Rule
 
 from ._single import _box, _numpy_obs, _rules, _Single
-from .core import OBS_MODES, BlicketBatch, TaskConfig, validate_action
+from .core import OBS_MODES, BlicketBatch, TaskConfig
 
 __all__ = ["BlicketEnv", "IVRE", "EST", "EST_ACRE", "make_ivre", "make_est", "make_est_acre", "make_est_v0",
            "observation_space"]
@@ -133,10 +133,7 @@ class BlicketEnv(_Single):
         return BlicketBatch(self.config, 1, self.np_random, obs_mode=self.obs_mode)
 
     def step(self, action):
-        self._check_running()
-        a = validate_action(action, 2 * self.n_objects)
-        if a.ndim != 1:
-            raise ValueError(f"action must have shape ({2 * self.n_objects},), got {tuple(a.shape)}")
+        a = self._one_action(action, 2 * self.n_objects)
         b = self._batch
         obs, reward, term, trunc = b.step(a[None], check=False)
         terminated, truncated = bool(term[0]), bool(trunc[0])

@@ -6,7 +6,6 @@ import numpy as np
 from gymnasium import spaces
 
 from ._single import _Single
-from .core import validate_action
 from .nexiom_core import NexiomBatch
 
 __all__ = ["NexiomEnv"]
@@ -60,10 +59,7 @@ class NexiomEnv(_Single):
         return NexiomBatch(1, self.np_random, budget=self.budget)
 
     def step(self, action):
-        self._check_running()
-        a = validate_action(action, 10)
-        if a.ndim != 1:
-            raise ValueError(f"action must have shape (10,), got {tuple(a.shape)}")
+        a = self._one_action(action, 10)
         obs, reward, term, trunc = self._batch.step(a[None], check=False)
         info = {"step": int(self._batch.t[0]), "tests": int(self._batch.tests[0])}
         if bool(term[0]):

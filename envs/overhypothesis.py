@@ -28,7 +28,7 @@ from causalplay.rules import make_rule
 from ._single import _box, _numpy_obs, _Single
 from .core import BlicketBatch
 from .sampling import Episodes, TaskConfig
-from .task import ObsLayout, as_rows, batch_action, validate_action
+from .task import ObsLayout, as_rows, batch_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
            "make_overhypothesis_vec", "RULE_PER"]
@@ -288,10 +288,7 @@ class OverhypothesisEnv(_Single):
         return obs, info
 
     def step(self, action):
-        self._check_running()
-        a = validate_action(action, 2 * self.n_objects)
-        if a.ndim != 1:
-            raise ValueError(f"action must have shape ({2 * self.n_objects},), got {tuple(a.shape)}")
+        a = self._one_action(action, 2 * self.n_objects)
         b = self._batch
         m = b.machines
         e = int(b.episode[0])
