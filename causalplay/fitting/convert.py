@@ -70,6 +70,8 @@ def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool
     for grp in ("log_likelihood", "observed_data"):
         idata[grp] = idata[grp].assign_coords(participant_of_choice=("choice", pid),
                                               test=("choice", feats.test_index.numpy()))
+    idata.posterior.attrs.update({"causalplay_model": par.model.name, "causalplay_judgement": par.model.judge.name,
+                                  "causalplay_hierarchical": int(par.hierarchical)})
     idata["constant_data"] = az.from_dict(constant_data={"true_blickets": np.stack([
         np.isin(np.arange(data.n_objects), b) for b in data.participants["true_blickets"]]).astype(int)},
         dims={"true_blickets": ["participant", "object"]},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from ..data import TrialData
 
-__all__ = ["fit", "Fit", "ConvergenceWarning", "log_density", "pyro_model"]
+__all__ = ["fit", "load_fit", "Fit", "ConvergenceWarning", "log_density", "pyro_model"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -43,7 +44,8 @@ def _data_log_lik(feats: Features, cm: ChoiceModel, theta: dict, judgements: boo
 
 
 def pyro_model(feats: Features, par: Parameterisation, judgements: bool) -> None:
-    """The Pyro model (used by SVI; NUTS uses :func:`log_density`, tested equal up to the log-sigma Jacobian)."""
+    """The model in Pyro (the specification; NUTS and SVI use :func:`log_density`, tested equal to it up to the
+    log-sigma Jacobian)."""
     raw = par.pyro_sample()
     pyro.factor("data", _data_log_lik(feats, par.model, par.theta(raw), judgements))
 
@@ -63,16 +65,8 @@ def _run_chain(feats: Features, par: Parameterisation, judgements: bool, opts: N
     if opts.threads is not None:
         torch.set_num_threads(opts.threads)
     gen = torch.Generator().manual_seed(seed + 7919 * chain)
-    q0 = par.init(opts.init_jitter if chain > 0 or opts.chains > 1 else 0.0, gen)
-    keys = list(q0)
-
-    def joint(*vals):
-        return log_density(feats, par, judgements, dict(zip(keys, vals, strict=True)))
-
-    if opts.jit:
-        with warnings.catch_warnings():  # tracer warnings about python scalars: the graph has no data branches
-            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-            joint = torch.jit.trace(joint, tuple(q0.values()), check_trace=False)
+    q0 = par.init(opts.init_jitter if opts.chains > 1 else 0.0, gen)
+    keys, joint = _traced_density(feats, par, judgements, q0, opts.jit)
 
     def potential(q):
         return -joint(*(q[k] for k in keys))
@@ -108,23 +102,52 @@ def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOp
     return raw, np.stack([o["diverging"] for o in out]), sum(o["cpu"] for o in out), [o["step_size"] for o in out]
 
 
+def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0: dict, jit: bool):
+    keys = list(q0)
+
+    def joint(*vals):
+        return log_density(feats, par, judgements, dict(zip(keys, vals, strict=True)))
+
+    if jit:
+        with warnings.catch_warnings():  # tracer warnings about python scalars: the graph has no data branches
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            joint = torch.jit.trace(joint, tuple(q0.values()), check_trace=False)
+    return keys, joint
+
+
 def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int):
-    from pyro.infer import SVI, Trace_ELBO
-    from pyro.infer.autoguide import AutoNormal
+    """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
+    JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
     from tqdm.auto import tqdm
 
-    pyro.set_rng_seed(seed)
-    pyro.clear_param_store()
-    guide = AutoNormal(pyro_model, init_scale=opts.init_scale)
-    svi = SVI(pyro_model, guide, pyro.optim.ClippedAdam({"lr": opts.lr, "lrd": 0.1 ** (1 / opts.steps)}), Trace_ELBO())
+    gen = torch.Generator().manual_seed(seed)
+    q0 = par.init()
+    keys, joint = _traced_density(feats, par, judgements, q0, True)
+    loc = [q0[k].clone().requires_grad_(True) for k in keys]
+    log_scale = [torch.full_like(q0[k], math.log(opts.init_scale)).requires_grad_(True) for k in keys]
+    optim = torch.optim.Adam(loc + log_scale, lr=opts.lr)
+    sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / opts.steps))
     losses = []
     for _ in tqdm(range(opts.steps), disable=not opts.progress, desc=f"SVI {par.model.name}"):
-        losses.append(svi.step(feats, par, judgements))
+        optim.zero_grad()
+        eps = [torch.randn(m.shape, generator=gen, dtype=m.dtype) for m in loc]
+        q = [m + s.exp() * e for m, s, e in zip(loc, log_scale, eps, strict=True)]
+        loss = -(joint(*q) + sum(s.sum() for s in log_scale))  # -ELBO up to a constant (Gaussian entropy)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(loc + log_scale, 10.0)
+        optim.step()
+        sched.step()
+        losses.append(float(loss.detach()))
     if not np.isfinite(losses[-1]):
         raise FloatingPointError(f"SVI of {par.model.name!r} ended with a non-finite loss {losses[-1]!r}")
     with torch.no_grad():
-        draws = [guide(feats, par, judgements) for _ in range(opts.draws)]
-    raw = {k: torch.stack([d[k].detach() for d in draws])[None] for k in draws[0]}
+        raw = {}
+        for k, m, s in zip(keys, loc, log_scale, strict=True):
+            d = m + s.exp() * torch.randn((opts.draws, *m.shape), generator=gen, dtype=m.dtype)
+            if k.endswith("_logsigma"):
+                raw[k[: -len("_logsigma")] + "_sigma"] = d.exp()[None]
+            else:
+                raw[k] = d[None]
     return raw, losses
 
 
@@ -332,3 +355,32 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     if method == "nuts" and warn:
         f.diagnostics(warn=True)
     return f
+
+
+def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, judgement: str | None = None,
+             hierarchical: bool | None = None, learner: LearnerConfig | None = None) -> Fit:
+    """Rebuild a :class:`Fit` from its saved InferenceData (``Fit.idata.to_netcdf(path)``) and the fitted data.
+
+    Model, judgement model and parameterisation are read from the posterior's attributes unless given.
+    """
+    import arviz as az
+
+    if not isinstance(idata, az.InferenceData):
+        idata = az.from_netcdf(idata)
+    attrs = idata.posterior.attrs
+    model = model if model is not None else attrs.get("causalplay_model")
+    judgement = judgement if judgement is not None else attrs.get("causalplay_judgement")
+    hierarchical = bool(attrs.get("causalplay_hierarchical", 1)) if hierarchical is None else hierarchical
+    if model is None:
+        raise ValueError("the InferenceData does not say which model it is; pass model=")
+    cm = get_model(model, judgement)
+    learner = learner or LearnerConfig()
+    feats = build_features(data, learner)
+    if list(idata.posterior["participant"].values) != feats.ids:
+        raise ValueError("data are not the participants of this fit (participant lists differ)")
+    par = Parameterisation(cm, hierarchical, feats.n_participants)
+    names = [k[: -len("_logsigma")] + "_sigma" if k.endswith("_logsigma") else k for k in par.sites()]
+    raw = {k: torch.as_tensor(idata.posterior[k].values) for k in names}
+    method = "nuts" if "sample_stats" in idata.groups() else "svi"
+    return Fit(cm, par, method, NUTSOptions() if method == "nuts" else SVIOptions(), learner, data, feats, raw,
+               idata, float("nan"), float("nan"), "judgement" in idata.log_likelihood, {"loaded": True})

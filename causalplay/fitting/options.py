@@ -73,7 +73,7 @@ class NUTSOptions:
 
 @dataclass(frozen=True)
 class SVIOptions:
-    """SVI settings: a mean-field normal guide (``AutoNormal``) trained with clipped Adam.
+    """SVI settings: a mean-field normal on the unconstrained sites trained with Adam (gradient norm clipped at 10).
 
     Attributes
     ----------
@@ -89,7 +89,7 @@ class SVIOptions:
     """
 
     steps: int = 1500
-    lr: float = 0.03
+    lr: float = 0.05
     draws: int = 400
     init_scale: float = 0.05
     progress: bool = False
