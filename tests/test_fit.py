@@ -13,7 +13,7 @@ from causalplay.models.choice import build_features, get_model
 
 import causalplay
 from causalplay.data import load_nexiom, load_trials
-from causalplay.fitting import ConvergenceWarning, NUTSOptions, Parameterisation, SVIOptions, compare
+from causalplay.fitting import ConvergenceWarning, NUTSOptions, Parameterisation, SVIOptions, compare, load_fit
 from causalplay.fitting.inference import log_density, pyro_model
 
 FAST = SVIOptions(steps=100, draws=60)
@@ -92,6 +92,13 @@ def test_svi_fit_idata_score_simulate(split, fits, tmp_path):
         again = load_trials(folder, n_objects=4)
     assert again.n_choices == sim.n_choices
     assert len(f.simulate(5, seed=1)) == 5
+    # A saved fit comes back with the same model and posterior.
+    f.idata.to_netcdf(tmp_path / "fit.nc")
+    g = load_fit(tmp_path / "fit.nc", data)
+    assert g.model.name == "eig_sweep" and g.model.judge.name == "sample" and g.hierarchical
+    torch.testing.assert_close(g.theta()["delta"], f.theta()["delta"])
+    with pytest.raises(ValueError, match="participant lists differ"):
+        load_fit(f.idata, held)
 
 
 def test_compare_surfaces_loo_warnings_waic_and_paired_se(split, fits):
