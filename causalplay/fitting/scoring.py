@@ -149,8 +149,8 @@ def ic_table(fits: dict[str, Fit], var_name: str = "choice") -> tuple[pd.DataFra
         k = np.where(const, 0.0, k)
         if n_bad:
             warnings.warn(f"{name}: PSIS-LOO unreliable for {n_bad} of {k.size} choices (Pareto k > "
-                          f"{thr:.2f}, max {k.max():.2f}); rely on the held-out (participant "
-                          f"k-fold) scores for this comparison", UserWarning, stacklevel=3)
+                          f"{thr:.2f}, max {k.max():.2f}); rely on held-out participants "
+                          f"(compare(..., held_out=...)) for this comparison", UserWarning, stacklevel=3)
         pointwise[name] = np.asarray(loo.loo_i)
         rows.append({"model": name, "elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se),
                      "p_loo": float(loo.p_loo), "pareto_k_bad": n_bad, "pareto_k_good_threshold": good_k,
