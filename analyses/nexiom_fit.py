@@ -1,26 +1,33 @@
-"""Which model of people's experiments explains the Nexiom adults best? The whole workflow in one file.
+"""Which model of people's experiments explains Blicket data best? The whole workflow, in stages.
 
-1. Load the shipped data; hold out a stratified quarter of the participants.
-2. Fit every choice model hierarchically to the rest (SVI) and score the held-out participants' choices
-   (nats per choice; uniform = log 17 = 2.833); LOO comparison of the same fits.
-3. Fit the main model to **all** participants with NUTS; timing and diagnostics (R-hat, ESS, divergences).
-4. Posterior predictive checks against the humans: number of tests, object-set size per test index,
-   accuracy by rule, and the rank of each chosen set under EIG.
+Stages (``--stages``, default all, in this order; each writes its files under ``OUT`` as soon as they exist):
 
-Run ``python analyses/nexiom_fit.py`` (full) or ``python analyses/nexiom_fit.py smoke`` (seconds). Everything is
-written under ``runs/<name>/`` as it is produced: ``config.json``, ``heldout.csv``, ``loo.csv``,
-``nuts_summary.csv``, ``nuts_diagnostics.json``, ``ppc_*.png``, ``eig_rank.png``, ``results.json``.
+``prior``     prior predictive check of the main model (priors as in ``docs/human-data.md``): ``prior_predictive.png``
+``compare``   hold out a stratified quarter of the participants; fit every model (hierarchical SVI) to the rest;
+              PSIS-LOO (Pareto-k counts), WAIC, held-out nats per choice with paired per-participant SEs, held-out
+              judgement log-likelihoods (blickets, rule): ``compare.csv``, ``heldout.png``; both judgement models
+              of the main model: ``judgements.csv``
+``nuts``      the main model on **all** participants by NUTS: ``nuts_diagnostics.json``, ``nuts_summary.csv``,
+              ``participants.csv`` (90% intervals), ``idata.nc``, ``rank.png``, ``forest.png``, ``pareto_k.png``
+``ppc``       posterior predictive checks of the NUTS fit against the people (90% intervals over replicas):
+              ``ppc.json``, ``ppc_first_test.png``, ``ppc_set_size.png``, ``ppc_n_tests.png``, ``ppc_accuracy.png``,
+              ``ppc_top_eig.png``
+``recovery``  parameter recovery at the NUTS-fitted population values: ``recovery_*.csv``, ``recovery.json``
+``models``    model recovery (simulate from each model, fit all, pick by held-out score): ``confusion.csv``
+
+Run ``python analyses/nexiom_fit.py --help``. ``--data FOLDER`` fits any folder in the documented schema
+(``participants.csv`` + ``tests.csv``); the shipped Nexiom data by default. ``--smoke`` runs in seconds.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 import sys
 import time
-import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import matplotlib
@@ -30,34 +37,47 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
-from causalplay.models.choice_base import build_features, get_model  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+from causalplay.models.choice import MAIN_MODELS, REGISTRY, build_features, get_model  # noqa: E402
 
 import causalplay  # noqa: E402
-from causalplay.data import load_nexiom  # noqa: E402
+from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
+from causalplay.fitting import NUTSOptions, SVIOptions, compare, load_fit, paired_difference, simulate  # noqa: E402
+
+STAGES = ("prior", "compare", "nuts", "ppc", "recovery", "models")
 
 
 @dataclass
 class Config:
     name: str = "nexiom_fit"
-    models: tuple[str, ...] = ("random", "naive", "positive", "eig_softmax", "eig_size", "eig_sweep")
-    main_model: str = "eig_softmax"
-    max_participants: int | None = None  # None: all 78
+    data: str | None = None  # folder in the schema; None: the shipped Nexiom data
+    n_objects: int | None = None
+    models: tuple[str, ...] = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep")
+    main_model: str = "eig_sweep"
+    judgement: str = "softmax"
+    max_participants: int | None = None
     test_fraction: float = 0.25
     split_seed: int = 0
     svi_steps: int = 1500
     svi_draws: int = 400
     score_draws: int = 400
-    nuts_warmup: int = 400
-    nuts_samples: int = 700
-    nuts_chains: int = 2
-    ppc_replicas: int = 20
+    nuts_chains: int = 4
+    nuts_warmup: int = 500
+    nuts_draws: int = 500
+    ppc_replicas: int = 40
+    recovery_datasets: int = 3
+    recovery_method: str = "svi"
+    model_recovery_models: tuple[str, ...] = MAIN_MODELS
+    model_recovery_datasets: int = 2
     seed: int = 0
     out_root: str = "runs"
+    stages: tuple[str, ...] = STAGES
+    fit: str | None = None  # saved NUTS InferenceData (idata.nc) to use instead of the nuts stage
+    extra: dict = field(default_factory=dict)
 
 
-SMOKE = Config(name="smoke", models=("random", "eig_softmax"), max_participants=12, svi_steps=30, svi_draws=30,
-               score_draws=30, nuts_warmup=10, nuts_samples=10, ppc_replicas=1)
+SMOKE = Config(name="smoke", models=("random", "eig_sweep"), max_participants=12, svi_steps=30, svi_draws=30,
+               score_draws=30, nuts_chains=2, nuts_warmup=10, nuts_draws=10, ppc_replicas=2, recovery_datasets=1,
+               model_recovery_models=("random", "eig_sweep"), model_recovery_datasets=1)
 
 
 def _save(fig, path: Path) -> None:
@@ -66,140 +86,397 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def _set_sizes(data) -> pd.DataFrame:
-    t = data.tests.copy()
-    t["size"] = t["objects_on"].map(len)
-    return t
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
-def _eig_ranks(data, rho: float = 0.0) -> np.ndarray:
-    """Rank (1 = highest EIG, ties share the best rank) of each chosen object set among the 16, under the
-    learner with rule prior logit ``rho``."""
+def load_data(cfg: Config) -> TrialData:
+    data = load_nexiom() if cfg.data is None else load_trials(cfg.data, n_objects=cfg.n_objects)
+    if cfg.max_participants is not None:
+        data = data.subset(data.ids[: cfg.max_participants])
+    build_features(data)  # fails early, naming the participant, for data the models cannot take
+    return data
+
+
+def _svi(cfg: Config) -> SVIOptions:
+    return SVIOptions(steps=cfg.svi_steps, draws=cfg.svi_draws)
+
+
+def _nuts(cfg: Config) -> NUTSOptions:
+    return NUTSOptions(chains=cfg.nuts_chains, warmup=cfg.nuts_warmup, draws=cfg.nuts_draws)
+
+
+# ---- statistics of a data set (humans or simulated) ---------------------------------------------------------
+def eig_top_share(data: TrialData, rho: float) -> float:
+    """Share of tests whose set has the highest EIG (ties count) under the learner with rule prior logit ``rho``."""
     feats = build_features(data)
     cm = get_model("eig_softmax")
     with torch.no_grad():
         log_w = cm.posterior(feats, feats.ll, torch.full((feats.n_decisions,), rho, dtype=torch.float64))
         eig = cm.eig(feats, log_w)
-    tests = feats.choice < 16
+    tests = feats.choice < feats.space.n_sets
     chosen = eig[tests].gather(-1, feats.choice[tests][:, None])
-    return (1 + (eig[tests] > chosen + 1e-9).sum(-1)).numpy()
+    return float(((eig[tests] > chosen + 1e-9).sum(-1) == 0).double().mean())
+
+
+def stats(data: TrialData, rho: float, max_test: int = 10) -> dict:
+    """The PPC statistics of one data set."""
+    t = data.tests
+    first = t[t["test"] == 1]
+    size = t.assign(size=t["objects_on"].map(len)).groupby("test")["size"].mean()
+    p = data.participants.copy()
+    # from the required columns (blickets_correct/rule_correct are optional in the schema)
+    p["blickets_correct"] = [tuple(a) == tuple(b) for a, b in zip(p["judged_blickets"], p["true_blickets"],
+                                                                   strict=True)]
+    p["rule_correct"] = p["rule_choice"] == p["rule"]
+    out = {"first_has_0": float(first["objects_on"].map(lambda s: 0 in s).mean()),
+           "first_single": float(first["objects_on"].map(len).eq(1).mean()),
+           "first_pair": float(first["objects_on"].map(len).eq(2).mean()),
+           "mean_tests": float(p["n_tests"].mean()), "median_tests": float(p["n_tests"].median()),
+           "top_eig_share": eig_top_share(data, rho)}
+    for k in range(1, max_test + 1):
+        out[f"size_t{k}"] = float(size.get(k, np.nan))
+    for n in range(1, 16):
+        out[f"tests_eq_{n}"] = float((p["n_tests"] == n).mean())
+    for rule in ("disjunctive", "conjunctive"):
+        g = p[p["rule"] == rule]
+        out[f"blickets_correct_{rule}"] = float(g["blickets_correct"].mean()) if len(g) else np.nan
+        out[f"rule_correct_{rule}"] = float(g["rule_correct"].mean()) if len(g) else np.nan
+    return out
+
+
+def _interval(sims: pd.DataFrame, col: str) -> tuple[float, float, float]:
+    v = sims[col].dropna().to_numpy()
+    return (float(np.mean(v)), float(np.quantile(v, 0.05)), float(np.quantile(v, 0.95))) if len(v) else (np.nan,) * 3
+
+
+# ---- stages ---------------------------------------------------------------------------------------------------
+def stage_prior(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
+    """Prior predictive: group parameters and participants from the priors, simulated on the people's worlds."""
+    cm = get_model(cfg.main_model, cfg.judgement)
+    from causalplay.fitting import Parameterisation
+
+    par = Parameterisation(cm, True, len(data))
+    gen = torch.Generator().manual_seed(cfg.seed)
+    worlds = list(zip(data.participants["rule"], data.participants["true_blickets"], strict=True))
+    rows = []
+    n_sets = 5 if len(data) > 20 else 1
+    raw = par.prior_draws(n_sets, gen)
+    theta = par.theta(raw)
+    for i in range(n_sets):
+        sim = simulate(cm, {k: v[i] for k, v in theta.items()}, worlds, data.n_objects, seed=cfg.seed + i)
+        rows.append(stats(sim, float(theta["rho"][i, 0])))
+    sims = pd.DataFrame(rows)
+    sims.to_csv(out / "prior_predictive.csv", index=False)
+    human = stats(data, 0.0)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    k = np.arange(1, 16)
+    axes[0].plot(k, [human[f"tests_eq_{n}"] for n in k], "o-", label="people")
+    for _, r in sims.iterrows():
+        axes[0].plot(k, [r[f"tests_eq_{n}"] for n in k], color="grey", alpha=0.5)
+    axes[0].set_xlabel("number of tests")
+    axes[0].set_ylabel("share of participants")
+    axes[0].legend(["people", "prior predictive draws"])
+    kk = np.arange(1, 11)
+    axes[1].plot(kk, [human[f"size_t{n}"] for n in kk], "o-")
+    for _, r in sims.iterrows():
+        axes[1].plot(kk, [r[f"size_t{n}"] for n in kk], color="grey", alpha=0.5)
+    axes[1].set_xlabel("test index")
+    axes[1].set_ylabel("mean objects on the machine")
+    _save(fig, out / "prior_predictive.png")
+    res["prior_predictive"] = {"datasets": n_sets, "mean_tests": sims["mean_tests"].tolist(),
+                               "human_mean_tests": human["mean_tests"]}
+
+
+def stage_compare(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
+    fit_data, held = data.split(cfg.test_fraction, seed=cfg.split_seed)
+    res.update({"n_fit": len(fit_data), "n_heldout": len(held), "heldout_choices": held.n_choices})
+    fits = {}
+    for m in cfg.models:
+        t0 = time.perf_counter()
+        fits[m] = causalplay.fit(fit_data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed)
+        print(f"[compare] {m}: SVI {time.perf_counter() - t0:.0f} s wall, {fits[m].cpu_seconds:.0f} s CPU",
+              flush=True)
+    table = compare(fits, held, n_draws=cfg.score_draws, seed=cfg.seed)
+    table.to_csv(out / "compare.csv")
+    scores = table.attrs["scores"]
+    res["compare"] = table.drop(columns=["method"]).reset_index().to_dict("records")
+    # the best choice model vs the previous best (eig_sweep) and the runner-up, paired
+    best = table.index[0]
+    res["best_model"] = best
+    res["paired"] = {f"{a} - {b}": dict(zip(("nats_per_choice", "se"), paired_difference(scores[a], scores[b]),
+                                            strict=True))
+                     for a in table.index for b in table.index if a != b and (a == best or b == best)}
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    ax.errorbar(table["heldout_nats_per_choice"], np.arange(len(table)), xerr=table["heldout_diff_se"], fmt="o",
+                capsize=3)
+    ax.set_yticks(np.arange(len(table)), table.index)
+    ax.axvline(math.log(17), color="k", ls="--", lw=1, label="uniform (log 17)")
+    ax.set_xlabel("held-out nats per choice (error bar: paired SE of the difference to the best)")
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    _save(fig, out / "heldout.png")
+    # judgement models, with the main choice model: held-out judgement log-likelihood, blickets and rule apart
+    rows = []
+    for jm in ("sample", "softmax"):
+        f = fits[cfg.main_model] if jm == cfg.judgement and cfg.main_model in fits else causalplay.fit(
+            fit_data, cfg.main_model, method="svi", svi=_svi(cfg), judgement=jm, seed=cfg.seed)
+        s = f.score(held, n_draws=cfg.score_draws, seed=cfg.seed)
+        j = s.judgements.dropna()
+        rows.append({"judgement": jm, "n": len(j), "joint": j["joint"].sum(), "blickets": j["blickets"].sum(),
+                     "rule": j["rule"].sum(), "choice_nats_per_choice": s.nats_per_choice,
+                     "_per": j})
+    jt = pd.DataFrame(rows)
+    a, b = jt["_per"][0], jt["_per"][1]
+    d = (b["joint"] - a["joint"]).to_numpy()
+    jt.drop(columns=["_per"]).to_csv(out / "judgements.csv", index=False)
+    res["judgements"] = jt.drop(columns=["_per"]).to_dict("records")
+    res["judgements_softmax_minus_sample"] = {"nats": float(d.sum()),
+                                             "se": float(math.sqrt(len(d)) * d.std(ddof=1)) if len(d) > 1 else None}
+
+
+def stage_nuts(cfg: Config, data: TrialData, out: Path, res: dict):
+    import arviz as az
+
+    t0 = time.perf_counter()
+    f = causalplay.fit(data, cfg.main_model, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed)
+    diag = f.diagnostics(warn=False)
+    diag.update({"wall_seconds_total": round(time.perf_counter() - t0, 1), "load_average_after": os.getloadavg(),
+                 "cpu_count": os.cpu_count(), "step_size": f.extra.get("step_size")})
+    _write_json(out / "nuts_diagnostics.json", diag)
+    f.summary().to_csv(out / "nuts_summary.csv")
+    f.participant_table(0.9).to_csv(out / "participants.csv", index=False)
+    f.idata.to_netcdf(out / "idata.nc")
+    res["nuts"] = diag
+    group = [v for v in f.idata.posterior.data_vars if "participant" not in f.idata.posterior[v].dims
+             and not v.endswith("_raw")]
+    az.plot_rank(f.idata, var_names=group[:12])
+    _save(plt.gcf(), out / "rank.png")
+    az.plot_forest(f.idata, var_names=[p.name for p in f.model.all_params() if p.level == "participant"][:2],
+                   combined=True, hdi_prob=0.9, figsize=(7, 12))
+    _save(plt.gcf(), out / "forest.png")
+    loo = az.loo(f.idata, var_name="choice", pointwise=True)
+    az.plot_khat(loo)
+    _save(plt.gcf(), out / "pareto_k.png")
+    res["nuts_loo"] = {"elpd_loo": float(loo.elpd_loo), "se": float(loo.se),
+                       "pareto_k_gt_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum())}
+    return f
+
+
+def stage_ppc(cfg: Config, data: TrialData, out: Path, res: dict, f) -> None:
+    rho = float(f.idata.posterior["rho"].mean())
+    human = stats(data, rho)
+    sims = pd.DataFrame([stats(f.simulate(seed=cfg.seed + 100 + r), rho) for r in range(cfg.ppc_replicas)])
+    sims.to_csv(out / "ppc_replicas.csv", index=False)
+    ppc = {k: {"human": human[k], "model": _interval(sims, k)} for k in human}
+    _write_json(out / "ppc.json", {"fitted_rho": rho, "replicas": cfg.ppc_replicas, "stats": ppc})
+    res["ppc"] = {k: ppc[k] for k in ("first_has_0", "first_single", "first_pair", "mean_tests", "top_eig_share",
+                                      "blickets_correct_disjunctive", "blickets_correct_conjunctive",
+                                      "rule_correct_disjunctive", "rule_correct_conjunctive")}
+
+    def panel(keys, labels, xlabel, fname, ylabel):
+        fig, ax = plt.subplots(figsize=(6, 3.4))
+        x = np.arange(len(keys))
+        ax.plot(x, [human[k] for k in keys], "o", color="#c44e52", label="people", zorder=3)
+        m = np.array([_interval(sims, k) for k in keys])
+        ax.errorbar(x + 0.1, m[:, 0], yerr=[m[:, 0] - m[:, 1], m[:, 2] - m[:, 0]], fmt="s", color="#4c72b0",
+                    capsize=3, label=f"{cfg.main_model} (PPC, 90% over replicas)")
+        ax.set_xticks(x, labels, rotation=30 if len(keys) > 6 else 0, fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+        _save(fig, out / fname)
+
+    panel(["first_has_0", "first_single", "first_pair"], ["contains object 0", "one object", "two objects"],
+          "first test", "ppc_first_test.png", "share of participants")
+    panel([f"size_t{k}" for k in range(1, 11)], [str(k) for k in range(1, 11)], "test index", "ppc_set_size.png",
+          "mean objects on the machine")
+    panel([f"tests_eq_{n}" for n in range(1, 16)], [str(n) for n in range(1, 16)], "number of tests",
+          "ppc_n_tests.png", "share of participants")
+    panel(["blickets_correct_disjunctive", "blickets_correct_conjunctive", "rule_correct_disjunctive",
+           "rule_correct_conjunctive"], ["blickets, disj.", "blickets, conj.", "rule, disj.", "rule, conj."],
+          "judgement accuracy by true rule", "ppc_accuracy.png", "proportion correct")
+    panel(["top_eig_share"], [f"top-EIG set (rho = {rho:.2f})"], "", "ppc_top_eig.png", "share of tests")
+
+
+def _population(f) -> dict:
+    """Posterior-mean group-level values of a fit: site -> float."""
+    return {k: float(v.mean()) for k, v in f.flat_raw().items() if v.dim() == 1}
+
+
+def _simulate_population(cm, pop: dict, worlds, n_objects: int, seed: int):
+    """Participants drawn from the population ``pop`` (raw group-level values); returns (data, true theta)."""
+    from causalplay.fitting import Parameterisation
+
+    par = Parameterisation(cm, True, len(worlds))
+    gen = torch.Generator().manual_seed(seed)
+    group = {k: torch.tensor([v], dtype=torch.float64) for k, v in pop.items()}
+    raw = par.new_participants(group, 1, len(worlds), gen)
+    theta = {k: v[0] for k, v in par.theta(raw).items()}
+    return simulate(cm, theta, worlds, n_objects, seed=seed + 1), theta
+
+
+def _worlds(data: TrialData, n: int, rng) -> list:
+    idx = rng.integers(len(data), size=n)
+    p = data.participants
+    return [(p["rule"].iloc[i], p["true_blickets"].iloc[i]) for i in idx]
+
+
+def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> None:
+    """Simulate data sets of the size of the people's from the fitted population; refit; compare."""
+    cm = f.model
+    pop = _population(f)
+    rng = np.random.default_rng(cfg.seed)
+    per_rows, group_rows = [], []
+    for k in range(cfg.recovery_datasets):
+        sim, truth = _simulate_population(cm, pop, _worlds(data, len(data), rng), data.n_objects, cfg.seed + 10 * k)
+        g = (causalplay.fit(sim, cm, method="svi", svi=_svi(cfg), seed=cfg.seed + k) if cfg.recovery_method == "svi"
+             else causalplay.fit(sim, cm, nuts=_nuts(cfg), seed=cfg.seed + k, warn=False))
+        th = g.theta()
+        for p in cm.all_params():
+            v = th[p.name].numpy()
+            lo, hi = np.quantile(v, [0.05, 0.95], axis=0)
+            tr = truth[p.name].numpy()
+            if p.level == "participant":
+                r = float(np.corrcoef(tr, v.mean(0))[0, 1])
+                per_rows.append({"dataset": k, "parameter": p.name, "r": r,
+                                 "coverage90": float(((tr >= lo) & (tr <= hi)).mean()),
+                                 "true_sd": float(tr.std()), "est_sd_of_means": float(v.mean(0).std())})
+            else:
+                group_rows.append({"dataset": k, "parameter": p.name, "truth": float(tr[0]),
+                                   "mean": float(v[:, 0].mean()), "q5": float(lo[0]), "q95": float(hi[0]),
+                                   "covered": bool(lo[0] <= tr[0] <= hi[0])})
+        for site in [s for s in pop if s.endswith("_mu") or s.endswith("_sigma")]:
+            v = g.flat_raw()[site].numpy()
+            lo, hi = np.quantile(v, [0.05, 0.95])
+            group_rows.append({"dataset": k, "parameter": site, "truth": pop[site], "mean": float(v.mean()),
+                               "q5": float(lo), "q95": float(hi), "covered": bool(lo <= pop[site] <= hi)})
+        pd.DataFrame(per_rows).to_csv(out / "recovery_participant.csv", index=False)
+        pd.DataFrame(group_rows).to_csv(out / "recovery_group.csv", index=False)
+        print(f"[recovery] data set {k + 1}/{cfg.recovery_datasets} done", flush=True)
+    pr = pd.DataFrame(per_rows).groupby("parameter")[["r", "coverage90"]].agg(["mean", "min", "max"])
+    gr = pd.DataFrame(group_rows).groupby("parameter")["covered"].mean()
+    res["recovery"] = {"method": cfg.recovery_method, "datasets": cfg.recovery_datasets,
+                       "participant": {p: {"r_mean": float(pr.loc[p, ("r", "mean")]),
+                                           "r_min": float(pr.loc[p, ("r", "min")]),
+                                           "r_max": float(pr.loc[p, ("r", "max")]),
+                                           "coverage90_mean": float(pr.loc[p, ("coverage90", "mean")])}
+                                       for p in pr.index},
+                       "group_coverage90": gr.to_dict(), "population": pop}
+
+
+def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
+    """Model recovery: fit each model to the people (SVI) for a population, simulate data sets from it, fit every
+    model to a fitting split of each, pick the best by held-out score."""
+    models = cfg.model_recovery_models
+    rng = np.random.default_rng(cfg.seed + 1)
+    pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
+                                          seed=cfg.seed)) for m in models}
+    rows = []
+    for true in models:
+        cm = get_model(true, cfg.judgement)
+        for k in range(cfg.model_recovery_datasets):
+            sim, _ = _simulate_population(cm, pops[true], _worlds(data, len(data), rng), data.n_objects,
+                                          cfg.seed + 100 * k + 7)
+            fit_d, held = sim.split(cfg.test_fraction, seed=k)
+            scores = {m: causalplay.fit(fit_d, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
+                                        seed=cfg.seed).score(held, n_draws=cfg.score_draws, seed=k)
+                      for m in models}
+            best = min(scores, key=lambda m: scores[m].nats_per_choice)
+            rows.append({"true": true, "dataset": k, "picked": best,
+                         **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()}})
+            pd.DataFrame(rows).to_csv(out / "model_recovery.csv", index=False)
+            print(f"[models] {true} #{k}: picked {best}", flush=True)
+    df = pd.DataFrame(rows)
+    conf = pd.crosstab(df["true"], df["picked"]).reindex(index=list(models), columns=list(models), fill_value=0)
+    conf.to_csv(out / "confusion.csv")
+    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "confusion": conf.to_dict("index"),
+                             "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum()) for m in models}}
 
 
 def run(cfg: Config) -> dict:
     out = Path(cfg.out_root) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    data = load_nexiom()
-    if cfg.max_participants is not None:
-        data = data.subset(data.ids[: cfg.max_participants])
-    fit_data, held = data.split(cfg.test_fraction, seed=cfg.split_seed)
-    results: dict = {"n_participants": len(data), "n_fit": len(fit_data), "n_heldout": len(held),
-                     "heldout_choices": held.n_choices, "uniform_nats_per_choice": math.log(17),
-                     "cpu_count": os.cpu_count(), "torch": torch.__version__}
+    data = load_data(cfg)
+    res: dict = {"data": cfg.data or "shipped Nexiom", "n_participants": len(data), "n_choices": data.n_choices,
+                 "uniform_nats_per_choice": math.log(data.n_objects and 2**data.n_objects + 1),
+                 "cpu_count": os.cpu_count(), "torch": torch.__version__}
+    unknown = [s for s in cfg.stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
+    bad = [m for m in cfg.models + (cfg.main_model,) + cfg.model_recovery_models if m not in REGISTRY]
+    if bad:
+        raise ValueError(f"unknown model(s) {bad}; available: {sorted(REGISTRY)}")
 
-    # 2. held-out score and LOO of every model (hierarchical SVI on the fitting split)
-    rows, fits = [], {}
-    for m in tqdm(cfg.models, desc="models"):
-        f = causalplay.fit(fit_data, model=m, method="svi", svi_steps=cfg.svi_steps, num_samples=cfg.svi_draws,
-                           seed=cfg.seed, progress=False)
-        s = f.score(held, n_draws=cfg.score_draws, seed=cfg.seed)
-        fits[m] = f
-        rows.append({"model": m, "nats_per_choice": s.nats_per_choice, "total_log_p": s.total_nats,
-                     "n_choices": s.n_choices, "fit_seconds": round(f.seconds, 1),
-                     "description": get_model(m).description})
-        pd.DataFrame(rows).to_csv(out / "heldout.csv", index=False)
-    held_table = pd.DataFrame(rows).sort_values("nats_per_choice")
-    held_table.to_csv(out / "heldout.csv", index=False)
-    results["heldout"] = held_table[["model", "nats_per_choice", "n_choices"]].to_dict("records")
-    loo = causalplay.compare(fits)
-    loo.to_csv(out / "loo.csv")
+    def save():
+        _write_json(out / "results.json", res)
 
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.barh(held_table["model"], held_table["nats_per_choice"], color="#4c72b0")
-    ax.axvline(math.log(17), color="k", ls="--", lw=1, label="uniform (log 17)")
-    ax.axvline(2.40, color="#c44e52", ls=":", lw=1, label="goal 2.40")
-    ax.set_xlabel("held-out nats per choice (lower is better)")
-    ax.legend(fontsize=8)
-    _save(fig, out / "heldout.png")
-
-    # 3. main model, all participants, NUTS
-    t0 = time.perf_counter()
-    nuts = causalplay.fit(data, model=cfg.main_model, method="nuts", warmup=cfg.nuts_warmup,
-                          num_samples=cfg.nuts_samples, chains=cfg.nuts_chains, seed=cfg.seed, progress=True)
-    wall = time.perf_counter() - t0
-    diag = nuts.diagnostics(warn=False)
-    diag.update({"wall_seconds": round(wall, 1), "load_average_after": os.getloadavg()})
-    (out / "nuts_diagnostics.json").write_text(json.dumps(diag, indent=2, default=str))
-    nuts.summary().to_csv(out / "nuts_summary.csv")
-    nuts.participant_means().to_csv(out / "nuts_participant_means.csv")
-    results["nuts"] = diag
-
-    # 4. posterior predictive checks: replicas of every participant (own posterior draw, own world)
-    sims = [nuts.simulate(seed=cfg.seed + 100 + r) for r in range(cfg.ppc_replicas)]
-    human_n = data.participants["n_tests"].to_numpy()
-    sim_n = np.concatenate([s.participants["n_tests"].to_numpy() for s in sims])
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    bins = np.arange(0.5, max(human_n.max(), sim_n.max()) + 1.5)
-    ax.hist(human_n, bins=bins, density=True, alpha=0.6, label="humans")
-    ax.hist(sim_n, bins=bins, density=True, histtype="step", lw=2, label=f"{cfg.main_model} (PPC)")
-    ax.set_xlabel("number of tests")
-    ax.legend()
-    _save(fig, out / "ppc_n_tests.png")
-
-    hs = _set_sizes(data).groupby("test")["size"].agg(["mean", "count"])
-    ss = pd.concat([_set_sizes(s) for s in sims]).groupby("test")["size"].mean()
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    keep = hs.index[hs["count"] >= 5]
-    ax.plot(keep, hs.loc[keep, "mean"], "o-", label="humans")
-    ax.plot(keep, ss.reindex(keep), "s--", label=f"{cfg.main_model} (PPC)")
-    ax.set_xlabel("test index")
-    ax.set_ylabel("mean objects on the machine")
-    ax.legend()
-    _save(fig, out / "ppc_set_size.png")
-
-    def acc(df):
-        return df.assign(both=df["blickets_correct"] & df["rule_correct"]).groupby("rule")[
-            ["blickets_correct", "rule_correct", "both"]].mean()
-
-    ha, sa = acc(data.participants), acc(pd.concat([s.participants for s in sims]))
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    x = np.arange(len(ha.index))
-    for k, col in enumerate(["blickets_correct", "rule_correct"]):
-        ax.bar(x + k * 0.4 - 0.3, ha[col], 0.18, label=f"humans: {col}")
-        ax.bar(x + k * 0.4 - 0.1, sa[col], 0.18, label=f"model: {col}", hatch="//", alpha=0.7)
-    ax.set_xticks(x, ha.index)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("proportion correct")
-    ax.legend(fontsize=7)
-    _save(fig, out / "ppc_accuracy.png")
-    pd.concat({"humans": ha, "model": sa}).to_csv(out / "ppc_accuracy.csv")
-
-    hr = _eig_ranks(data)
-    sr = np.concatenate([_eig_ranks(s) for s in sims[: max(1, min(5, len(sims)))]])
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    b = np.arange(0.5, 17.5)
-    ax.hist(hr, bins=b, density=True, alpha=0.6, label="humans")
-    ax.hist(sr, bins=b, density=True, histtype="step", lw=2, label=f"{cfg.main_model} (PPC)")
-    ax.set_xlabel("rank of the chosen set under EIG (1 = most informative)")
-    ax.legend()
-    _save(fig, out / "eig_rank.png")
-    results["ppc"] = {"human_mean_tests": float(human_n.mean()), "model_mean_tests": float(sim_n.mean()),
-                      "human_top_eig_rank_share": float((hr == 1).mean()),
-                      "model_top_eig_rank_share": float((sr == 1).mean())}
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
-    return results
+    f = None
+    for stage in STAGES:
+        if stage not in cfg.stages:
+            continue
+        t0 = time.perf_counter()
+        if stage == "prior":
+            stage_prior(cfg, data, out, res)
+        elif stage == "compare":
+            stage_compare(cfg, data, out, res)
+        elif stage in ("ppc", "recovery") and f is None and cfg.fit is not None:
+            f = load_fit(cfg.fit, data, model=cfg.main_model, judgement=cfg.judgement)
+        elif stage == "nuts" or (stage in ("ppc", "recovery") and f is None):
+            f = stage_nuts(cfg, data, out, res)
+        if stage == "ppc":
+            stage_ppc(cfg, data, out, res, f)
+        elif stage == "recovery":
+            stage_recovery(cfg, data, out, res, f)
+        elif stage == "models":
+            stage_models(cfg, data, out, res)
+        res.setdefault("stage_seconds", {})[stage] = round(time.perf_counter() - t0, 1)
+        save()
+    return res
 
 
-def main(argv: list[str]) -> None:
-    cfg = SMOKE if argv[:1] == ["smoke"] else Config()
-    for kv in argv[1:] if argv[:1] == ["smoke"] else argv:
-        k, v = kv.split("=", 1)
-        cur = getattr(cfg, k)
-        cfg = replace(cfg, **{k: type(cur)(v) if cur is not None and not isinstance(cur, tuple) else
-                              (tuple(v.split(",")) if isinstance(cur, tuple) else int(v))})
+def parse_args(argv: list[str]) -> Config:
+    ap = argparse.ArgumentParser(prog="nexiom_fit.py", description=__doc__.split("\n\n")[0],
+                                 epilog="Stages: " + ", ".join(STAGES) + ". See docs/human-data.md.")
+    ap.add_argument("--data", metavar="FOLDER", help="folder with participants.csv and tests.csv (default: the "
+                    "shipped Nexiom data)")
+    ap.add_argument("--n-objects", type=int, help="number of objects (default: largest index + 1)")
+    ap.add_argument("--out", metavar="DIR", default="runs", help="results go to DIR/NAME (default: runs)")
+    ap.add_argument("--name", help="run name (default: nexiom_fit, or smoke)")
+    ap.add_argument("--smoke", action="store_true", help="tiny settings that run in seconds (checks the pipeline)")
+    ap.add_argument("--stages", help="comma-separated subset of: " + ",".join(STAGES))
+    ap.add_argument("--models", help="comma-separated choice models to compare (default: all registered)")
+    ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: eig_sweep)")
+    ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
+    ap.add_argument("--max-participants", type=int)
+    for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
+              "model_recovery_datasets", "seed", "split_seed"):
+        ap.add_argument("--" + k.replace("_", "-"), type=int)
+    ap.add_argument("--recovery-method", choices=("svi", "nuts"))
+    ap.add_argument("--fit", metavar="IDATA", help="saved NUTS fit (idata.nc of the nuts stage) for ppc/recovery")
+    a = ap.parse_args(argv)
+    cfg = SMOKE if a.smoke else Config()
+    over = {"data": a.data, "n_objects": a.n_objects, "out_root": a.out, "name": a.name,
+            "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
+            "recovery_method": a.recovery_method, "fit": a.fit}
+    for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
+              "model_recovery_datasets", "seed", "split_seed"):
+        over[k] = getattr(a, k)
+    if a.stages:
+        over["stages"] = tuple(a.stages.split(","))
+    if a.models:
+        over["models"] = tuple(a.models.split(","))
+    cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
+    if a.data is not None and not Path(a.data).is_dir():
+        ap.error(f"--data {a.data!r} is not a folder")
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> None:
+    cfg = parse_args(sys.argv[1:] if argv is None else argv)
     print(json.dumps(run(cfg), indent=2, default=str))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

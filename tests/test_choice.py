@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from causalplay.models.choice_base import LearnerConfig, available_models, build_features, get_model
+from causalplay.models.choice import REGISTRY, LearnerConfig, available_models, build_features, get_model
 
 from causalplay.data import load_nexiom
 from causalplay.rules import make_rule
@@ -23,10 +23,19 @@ def _theta(model, P, **over):
     return th
 
 
-def test_registry_lists_one_file_per_model():
-    assert {"random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive"} <= set(available_models())
+def test_registry_is_explicit_and_models_share_everything_but_the_set_choice():
+    assert {"random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive", "size", "sweep", "size_sweep",
+            "eig_plus_sweep"} == set(available_models()) == set(REGISTRY)
     with pytest.raises(ValueError, match="unknown choice model 'nope'"):
         get_model("nope")
+    # rho, stopping, lapse and judgement parameters are the same in every model (rho fitted everywhere).
+    common = {"rho", "stop_a", "stop_h", "stop_t", "lapse", "judge_lapse"}
+    for name, m in REGISTRY.items():
+        names = [p.name for p in m.all_params()]
+        assert common <= set(names) and len(names) == len(set(names)), name
+        assert set(names) - common == {p.name for p in m.params}, name
+    soft = get_model("eig_sweep", "softmax")
+    assert "judge_beta" in [p.name for p in soft.all_params()] and get_model("eig_sweep").judge.name == "sample"
 
 
 def test_features_count_and_encode_choices(feats):
@@ -39,9 +48,10 @@ def test_features_count_and_encode_choices(feats):
     assert feats.judgement[0] == 1 * 16 + 0b1010  # conjunctive, blickets 1 and 3
 
 
-@pytest.mark.parametrize("name", ["random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive"])
-def test_probabilities_normalise_and_no_stop_before_first_test(feats, name):
-    m = get_model(name)
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("judgement", ["sample", "softmax"])
+def test_probabilities_normalise_and_no_stop_before_first_test(feats, name, judgement):
+    m = get_model(name, judgement)
     lp = m.log_probs(feats, _theta(m, 3))
     assert torch.allclose(lp.logsumexp(-1), torch.zeros(lp.shape[0], dtype=torch.float64), atol=1e-12)
     assert torch.isinf(lp[feats.t == 0, 16]).all()
@@ -103,11 +113,20 @@ def test_naive_prefers_untested_single_objects(feats):
     np.testing.assert_allclose(lp[5, singles].numpy(), 0.25, atol=1e-6)
 
 
-def test_positive_testing_puts_mass_on_the_most_probable_set(feats):
+def test_positive_testing_prefers_sets_expected_to_light(feats):
+    """Positive testing (Klayman & Ha): the preference is the learner's predicted P(lit), by hand."""
     m = get_model("positive")
+    th = _theta(m, 3, beta=2.0, lapse=1e-12, stop_a=-30.0, rho=0.0)
+    lp = m.log_probs(feats, th).exp()
+    # Before any test (uniform over 32 hypotheses, noise 0.01): P(lit) of a set = average over hypotheses.
+    hyps = [(r, s) for r in ("disjunctive", "conjunctive") for s in range(16)]
+    p_lit = np.array([np.mean([float(make_rule(r, 0.01).p_lit(torch.tensor(float(bin(s & c).count("1")))))
+                               for r, s in hyps]) for c in range(16)])
+    want = np.exp(2.0 * p_lit) / np.exp(2.0 * p_lit).sum()
+    np.testing.assert_allclose(lp[0, :16].numpy(), want, rtol=1e-6)  # as in the EIG brute-force test above
+    # After all 15 of P001's tests (conjunctive, blickets 1 and 3) every superset of {1, 3} surely lights.
     lp = m.log_probs(feats, _theta(m, 3, beta=200.0, lapse=1e-9, stop_a=-30.0, rho=3.0)).exp()
-    # After all 15 of P001's tests (conjunctive, blickets 1 and 3) the learner is sure of the set {1, 3}.
-    assert lp[15, 0b1010] > 0.99
+    assert lp[15, [0b1010, 0b1011, 0b1110, 0b1111]].sum() > 0.99
 
 
 def test_judgement_is_learner_posterior_with_lapse(feats):
@@ -116,6 +135,18 @@ def test_judgement_is_learner_posterior_with_lapse(feats):
     jl = m.judgement_log_probs(feats, th).exp()
     post = m.posterior(feats, feats.final_ll, th["rho"]).exp()
     np.testing.assert_allclose(jl.numpy(), (0.8 * post + 0.2 / 32).numpy(), rtol=1e-12)
+
+
+def test_tempered_judgement_by_hand(feats):
+    m = get_model("eig_softmax", "softmax")
+    post = m.posterior(feats, feats.final_ll, torch.zeros(3, dtype=torch.float64)).exp()
+    th = _theta(m, 3, judge_lapse=0.1, rho=0.0, judge_beta=1.0)
+    np.testing.assert_allclose(m.judgement_log_probs(feats, th).exp().numpy(), (0.9 * post + 0.1 / 32).numpy(),
+                               rtol=1e-10)  # beta = 1 is posterior sampling
+    th = _theta(m, 3, judge_lapse=0.1, rho=0.0, judge_beta=3.0)
+    sharp = post**3 / (post**3).sum(-1, keepdim=True)
+    np.testing.assert_allclose(m.judgement_log_probs(feats, th).exp().numpy(), (0.9 * sharp + 0.1 / 32).numpy(),
+                               rtol=1e-10)
 
 
 def test_learner_config_validates():
@@ -130,7 +161,7 @@ def test_all_sixteen_sets_in_code_order(feats):
 
 
 def test_sweep_feature_by_hand(feats):
-    from causalplay.models.choice_eig_sweep import sweep_feature
+    from causalplay.models.choice.features import sweep as sweep_feature
 
     s = sweep_feature(feats)
     # P001: first decision -> every set containing object 0 (odd codes); after testing (0, 1) the sweep moves to

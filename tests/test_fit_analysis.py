@@ -1,24 +1,71 @@
-"""The analysis script runs end to end in its smoke setting and writes its tables and figures."""
+"""The analysis script: ``--help`` works, ``--data FOLDER`` runs every stage on a tiny folder in the schema (smoke
+settings) and writes its tables and figures, and bad folders fail with a message naming the problem."""
 
 import importlib.util
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
+
+import pytest
+
+from causalplay.data import load_nexiom
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_nexiom_fit_smoke(tmp_path):
+@pytest.fixture(scope="module")
+def script():
     spec = importlib.util.spec_from_file_location("nexiom_fit", ROOT / "analyses" / "nexiom_fit.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules["nexiom_fit"] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
-    res = mod.run(replace(mod.SMOKE, out_root=str(tmp_path)))
-    out = tmp_path / "smoke"
-    for name in ("config.json", "heldout.csv", "loo.csv", "heldout.png", "nuts_summary.csv",
-                 "nuts_diagnostics.json", "ppc_n_tests.png", "ppc_set_size.png", "ppc_accuracy.png",
-                 "eig_rank.png", "results.json"):
+    return mod
+
+
+def _write_folder(data, folder: Path) -> Path:
+    folder.mkdir()
+    p = data.participants.copy()
+    for c in ("true_blickets", "judged_blickets"):
+        p[c] = p[c].map(lambda x: " ".join(map(str, x)))
+    p[["participant", "rule", "true_blickets", "judged_blickets", "rule_choice", "n_tests"]].to_csv(
+        folder / "participants.csv", index=False)
+    t = data.tests.copy()
+    t["objects_on"] = t["objects_on"].map(lambda x: " ".join(map(str, x)))
+    t[["participant", "test", "objects_on", "lit"]].to_csv(folder / "tests.csv", index=False)
+    return folder
+
+
+def test_help(script, capsys):
+    with pytest.raises(SystemExit) as e:
+        script.main(["--help"])
+    assert e.value.code == 0
+    assert "--data FOLDER" in capsys.readouterr().out
+
+
+def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
+    d = load_nexiom()
+    folder = _write_folder(d.subset(d.ids[:12]), tmp_path / "mylab")
+    script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out")])
+    out = tmp_path / "out" / "smoke"
+    for name in ("config.json", "prior_predictive.png", "compare.csv", "heldout.png", "judgements.csv",
+                 "nuts_summary.csv", "nuts_diagnostics.json", "participants.csv", "idata.nc", "rank.png",
+                 "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
+                 "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
+                 "recovery_group.csv", "confusion.csv", "results.json"):
         assert (out / name).is_file(), name
-    assert json.loads((out / "results.json").read_text())["n_participants"] == 12
-    assert {r["model"] for r in res["heldout"]} == {"random", "eig_softmax"}
+    res = json.loads((out / "results.json").read_text())
+    assert res["n_participants"] == 12 and res["data"] == str(folder)
+    assert {r["model"] for r in res["compare"]} == {"random", "eig_sweep"}
+
+
+def test_bad_data_folders(script, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        script.main(["--data", str(tmp_path / "nope")])
+    assert "is not a folder" in capsys.readouterr().err
+    d = load_nexiom()
+    folder = _write_folder(d.subset(d.ids[:3]), tmp_path / "bad")
+    text = (folder / "participants.csv").read_text().splitlines()
+    text[1] = text[1].replace("conjunctive", "sideways", 1).replace("disjunctive", "sideways", 1)
+    (folder / "participants.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match="sideways"):
+        script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "o")])

@@ -1,43 +1,66 @@
-"""Parameter recovery: simulate EIG-softmax participants with known parameters, refit, correlate.
+"""Parameter recovery of the best model (eig_sweep, tempered judgements) at realistic population values.
 
-Thresholds: Pearson r >= 0.4 for ``log beta`` and r >= 0.5 for ``stop_a`` across 80 simulated participants, and
-the shared rule bias ``rho`` within 0.6 of the truth (-2). Why: each simulated participant makes only ~8 choices
-(as the humans do), so per-participant estimates are noisy and shrunk; over seeds 0-4 of this setup the measured
-correlations were 0.55-0.63 (beta) and 0.62-0.77 (stop_a), and rho came back as -2.26 ... -1.72. With 80
-participants a fit that ignored the data would give r ~ N(0, 0.11), so 0.4 (3.6 sd) and 0.5 still catch a broken
-fit while tolerating seed variation.
+Population: the group-level posterior means of a hierarchical fit to the 78 Nexiom adults (SVI, 1500 steps,
+``runs/i13/svi_all.py`` in the issue-13 note): beta_mu 1.19 / sigma 0.74 (log beta), gamma -0.17 / 0.20,
+delta 3.5 / 2.0, stop_a -2.67 / 0.21, rho -2.59, stop_h -0.91, stop_t 0.07, lapse 0.02, judge_beta 1.39,
+judge_lapse 0.09. 78 simulated participants on the people's kind of worlds (same size as the data), refit by
+SVI (1500 steps, ~15 s of CPU).
+
+Tolerances, from seeds 0-2 (``python tests/test_fit_recovery.py 0 1 2``; measured r(log beta) 0.61-0.66,
+r(delta) 0.56-0.71, rho off by 0.18-0.38, stop_h by 0.03-0.40): r(log beta) >= 0.4 and r(delta) >= 0.4 across
+participants, and the shared parameters rho within 0.6, stop_h within 0.5 of the truth. A fit that ignored the
+data would give r ~ N(0, 0.11) with 78 participants, so the thresholds are > 3.5 sd from chance. ``stop_a``
+and ``gamma`` have little spread in the fitted population (sigma 0.21 and 0.20): their per-participant values
+are barely recoverable from ~8 choices each (measured r(stop_a) 0.09-0.28, r(gamma) 0.31-0.45) and are not to
+be interpreted per participant; their group means are.
 """
 
 import numpy as np
 import torch
 
 import causalplay
-from causalplay.fitting import simulate
+from causalplay.fitting import SVIOptions, simulate
+
+POP = {"beta": (1.19, 0.74, "exp"), "gamma": (-0.17, 0.20, None), "delta": (3.5, 2.0, None),
+       "stop_a": (-2.67, 0.21, None)}
+SHARED = {"rho": -2.59, "stop_h": -0.91, "stop_t": 0.07, "lapse": 0.02, "judge_beta": 1.39, "judge_lapse": 0.09}
 
 
 def _world(rng):
     return (["disjunctive", "conjunctive"][rng.integers(2)], tuple(sorted(rng.choice(4, 2, replace=False))))
 
 
-def test_eig_softmax_parameters_are_recovered():
-    rng = np.random.default_rng(0)
-    # Population close to the SVI fit of the Nexiom humans (beta_mu 1.5, beta_sigma 0.8, stop_a_sigma 1.4,
-    # rho_mu -2.1), so the spread the test must detect is the one people show.
-    P = 80
-    truth = {
-        "beta": np.exp(rng.normal(1.5, 0.8, P)),
-        "rho": -2.0,
-        "stop_a": rng.normal(-1.5, 1.4, P),
-        "stop_h": -1.0, "stop_t": 0.8, "lapse": 0.05, "judge_lapse": 0.1,
-    }
-    data = simulate("eig_softmax", truth, [_world(rng) for _ in range(P)], 4, seed=1)
-    torch.manual_seed(0)
-    f = causalplay.fit(data, model="eig_softmax", method="svi", svi_steps=800, num_samples=200, seed=0,
-                       progress=False)
+def recover(seed: int, P: int = 78) -> dict:
+    rng = np.random.default_rng(seed)
+    truth = dict(SHARED)
+    for k, (mu, sd, tr) in POP.items():
+        v = rng.normal(mu, sd, P)
+        truth[k] = np.exp(v) if tr == "exp" else v
+    data = simulate(causalplay.models.choice.get_model("eig_sweep", "softmax"), truth,
+                    [_world(rng) for _ in range(P)], 4, seed=seed + 1)
+    torch.manual_seed(seed)
+    f = causalplay.fit(data, "eig_sweep", method="svi", judgement="softmax", svi=SVIOptions(steps=1500), seed=seed)
     est = f.participant_means()
-    r_beta = np.corrcoef(np.log(truth["beta"]), np.log(est["beta"]))[0, 1]
-    r_stop = np.corrcoef(truth["stop_a"], est["stop_a"])[0, 1]
-    print(f"recovery r(beta)={r_beta:.2f} r(stop_a)={r_stop:.2f} rho={float(f.raw['rho_raw'].mean()):.2f}")
-    assert r_beta >= 0.4
-    assert r_stop >= 0.5
-    assert abs(float(f.raw["rho_raw"].mean()) + 2.0) < 0.6
+    out = {"r_beta": np.corrcoef(np.log(truth["beta"]), np.log(est["beta"]))[0, 1],
+           "r_delta": np.corrcoef(truth["delta"], est["delta"])[0, 1],
+           "r_gamma": np.corrcoef(truth["gamma"], est["gamma"])[0, 1],
+           "r_stop_a": np.corrcoef(truth["stop_a"], est["stop_a"])[0, 1]}
+    for k in ("rho", "stop_h", "stop_t"):
+        out[k] = float(f.idata.posterior[k].mean())
+    return out
+
+
+def test_eig_sweep_parameters_are_recovered_at_fitted_values():
+    r = recover(0)
+    print(r)
+    assert r["r_beta"] >= 0.4
+    assert r["r_delta"] >= 0.4
+    assert abs(r["rho"] - SHARED["rho"]) < 0.6
+    assert abs(r["stop_h"] - SHARED["stop_h"]) < 0.5
+
+
+if __name__ == "__main__":
+    import sys
+
+    for s in map(int, sys.argv[1:]):
+        print(s, {k: round(float(v), 3) for k, v in recover(s).items()}, flush=True)

@@ -1,32 +1,29 @@
-"""Shared pieces of the models of people's choices on the Blicket task (one model per ``choice_*.py`` file).
+"""Shared pieces of the models of people's choices on the Blicket task.
 
 A **decision** is a moment a participant chooses what to do next: after ``t`` tests they either put one of the
 ``2**N`` object sets on the machine (the empty set included) or stop. With ``N = 4`` that is 17 options, so a
 uniform model scores ``log 17 = 2.833`` nats per choice. A participant who ran ``T`` tests made ``T + 1``
 decisions (``T`` tests, then stop). After stopping they judge the blickets and the rule.
 
-Every model here shares
+Every choice model shares, so that models differ **only in how they score the object sets**:
 
 * a **learner**: exact Bayesian beliefs over (blicket set, rule) from :mod:`causalplay.exact`, with the rule prior
-  ``P(conjunctive) = sigmoid(rho)`` a free parameter (``rho = 0`` for models without it) and a small assumed
-  machine noise (so no history is impossible and every gradient is finite);
+  ``P(conjunctive) = sigmoid(rho)`` a free parameter shared by everybody (fitted in every model) and a small
+  assumed machine noise (so no history is impossible and every gradient is finite);
 * a **stopping** component: ``logit P(stop) = stop_a + stop_h * (H_t - 2) + stop_t * (t - 5) / 5`` with ``H_t``
   the learner's posterior entropy in bits and ``t`` the tests so far (no stopping before ``min_tests``); the
-  covariates are centred near their typical values so the parameters are nearly uncorrelated a posteriori,
-  which NUTS needs for large step sizes;
+  covariates are centred near their typical values so the parameters are nearly uncorrelated a posteriori;
 * a **lapse**: with probability ``lapse`` the object set is chosen uniformly;
-* a **judgement** component: the judged (blicket set, rule) pair is drawn from the learner's final posterior, or
-  with probability ``judge_lapse`` uniformly among the ``2 * 2**N`` pairs.
+* a **judgement** model (:class:`JudgementModel`): how the final (blicket set, rule) pair is chosen from the
+  learner's final posterior -- posterior sampling or a tempered softmax (see :mod:`.judgement`).
 
-A model only says how it scores the object sets (:meth:`ChoiceModel.set_logits`) and which parameters it adds.
-Adding a model is one file ``models/choice_<name>.py`` that defines ``MODEL = <ChoiceModel subclass>()``.
+A model says how it scores the object sets (:meth:`ChoiceModel.set_logits`) and which parameters it adds; the
+registry in :mod:`causalplay.models.choice` lists every model by name.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import pkgutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,10 +35,11 @@ from causalplay.exact import log_likelihood
 from causalplay.history import codes_to_vectors, set_to_code
 from causalplay.spec import HypothesisSpace, WorldSpec
 
-__all__ = ["Param", "ChoiceModel", "Features", "LearnerConfig", "build_features", "step_features",
-           "get_model", "available_models", "STOP_PARAMS", "JUDGE_PARAMS"]
+__all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
+           "step_features", "STOP_PARAMS", "RULE_PARAMS", "LEARNER_RULES"]
 
 _LOG2 = math.log(2.0)
+LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
 
 
 @dataclass(frozen=True)
@@ -60,38 +58,58 @@ class Param:
     doc: str = ""
 
     def constrain(self, raw: torch.Tensor) -> torch.Tensor:
+        """The constrained value of the unconstrained ``raw``."""
         if self.transform == "exp":
             return raw.exp()
         if self.transform == "sigmoid":
             return torch.sigmoid(raw)
         return raw
 
+    def unconstrain(self, value: torch.Tensor) -> torch.Tensor:
+        """Inverse of :meth:`constrain`."""
+        value = torch.as_tensor(value, dtype=torch.float64)
+        if self.transform == "exp":
+            return value.log()
+        if self.transform == "sigmoid":
+            return torch.logit(value)
+        return value
 
+
+RULE_PARAMS = (
+    Param("rho", 0.0, 1.5, level="shared", doc="logit of the learner's prior P(conjunctive), shared by everybody"),
+)
 STOP_PARAMS = (
     Param("stop_a", -2.0, 1.5, doc="baseline logit of stopping"),
     Param("stop_h", 0.0, 1.0, level="shared", doc="change in stop logit per bit of posterior entropy"),
     Param("stop_t", 0.0, 1.0, level="shared", doc="change in stop logit per 5 tests run"),
     Param("lapse", -2.5, 1.5, "sigmoid", "shared", "probability of choosing an object set uniformly"),
 )
-JUDGE_PARAMS = (
-    Param("judge_lapse", -2.5, 1.5, "sigmoid", "shared", "probability of a uniform judgement"),
-)
 
 
 @dataclass(frozen=True)
 class LearnerConfig:
-    """What the modelled learner assumes (besides the free rule prior)."""
+    """What the modelled learner assumes (besides the free rule prior).
+
+    Attributes
+    ----------
+    blicket_prior : float
+        Prior probability that each object is a blicket (all sets possible).
+    noise : float
+        Machine noise the learner assumes.
+    min_tests : int
+        Tests before stopping is allowed. A participant with fewer tests is an error at :func:`build_features`.
+    """
 
     blicket_prior: float = 0.5
     noise: float = 0.01
     min_tests: int = 1
 
     def space(self, n_objects: int) -> HypothesisSpace:
+        """The learner's hypothesis space over ``n_objects`` objects (rules disjunctive, conjunctive)."""
         if not 0.0 < self.blicket_prior < 1.0:
             raise ValueError(f"learner blicket_prior must be in (0, 1) so every set is possible, "
                              f"got {self.blicket_prior!r}")
-        spec = WorldSpec.from_options(n_objects, ("disjunctive", "conjunctive"), blicket_prior=self.blicket_prior,
-                         noise=self.noise)
+        spec = WorldSpec.from_options(n_objects, LEARNER_RULES, blicket_prior=self.blicket_prior, noise=self.noise)
         return HypothesisSpace.build(spec)
 
 
@@ -141,27 +159,50 @@ class Features:
     def n_options(self) -> int:
         return int(self.candidates.shape[0]) + 1
 
+    def __getstate__(self) -> dict:  # the cache may hold traced functions; it is cheap to rebuild
+        state = dict(self.__dict__)
+        state["cache"] = {}
+        return state
+
 
 def _codes_to_sets(n_objects: int) -> torch.Tensor:
     return codes_to_vectors(torch.arange(2**n_objects), n_objects).to(torch.float64)
 
 
-def _code(objs) -> int:
-    return set_to_code(objs)
-
-
 def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:
-    """Turn :class:`causalplay.data.TrialData` into :class:`Features` (history log-likelihoods computed once)."""
+    """Turn :class:`causalplay.data.TrialData` into :class:`Features` (history log-likelihoods computed once).
+
+    Raises
+    ------
+    ValueError
+        A participant ran fewer than ``learner.min_tests`` tests (their stop would have probability 0), or
+        chose a rule the learner does not consider (e.g. ``threshold3``; an empty ``rule_choice`` is a missing
+        judgement and is allowed).
+    """
     N = data.n_objects
     space = learner.space(N)
     cands = _codes_to_sets(N)
     n_sets = cands.shape[0]
     hist = data.histories()
+    few = [(k, len(hist[k])) for k in data.ids if len(hist[k]) < learner.min_tests]
+    if few:
+        raise ValueError(
+            f"participant {few[0][0]!r} ran {few[0][1]} test(s) but the modelled learner cannot stop before "
+            f"min_tests={learner.min_tests} ({len(few)} such participant(s): {[k for k, _ in few[:5]]}); drop them "
+            f"with data.subset(...) or fit with learner=LearnerConfig(min_tests=0)")
+    rule_index = {r: i for i, r in enumerate(LEARNER_RULES)}
+    for _, row in data.participants.iterrows():
+        rc = row.get("rule_choice")
+        if isinstance(rc, str) and rc not in rule_index:
+            raise ValueError(
+                f"participant {row['participant']!r} chose rule {rc!r}, which the modelled learner does not consider "
+                f"(it knows {list(LEARNER_RULES)}); set rule_choice empty to treat the judgement as missing, or "
+                f"drop the participant")
     pid, t, choice, test_index, trials, lits, masks, tested = [], [], [], [], [], [], [], []
     T = max((len(h) for h in hist.values()), default=0)
     for p, key in enumerate(data.ids):
         h = hist[key]
-        codes = [_code(np.flatnonzero(x)) for x in h.trials]
+        codes = [set_to_code(np.flatnonzero(x)) for x in h.trials]
         seen = np.zeros(n_sets, dtype=bool)
         for j in range(len(h) + 1):
             pid.append(p)
@@ -184,13 +225,12 @@ def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:
     pid_t = torch.tensor(pid)
     last = torch.tensor([int(np.flatnonzero(np.asarray(pid) == p).max()) for p in range(len(data.ids))])
     judgement = []
-    rule_index = {"disjunctive": 0, "conjunctive": 1}  # the learner space's rule order
     for _, row in data.participants.iterrows():
         jb, rc = row.get("judged_blickets"), row.get("rule_choice")
-        if jb is None or not isinstance(rc, str) or rc not in rule_index:
+        if jb is None or not isinstance(rc, str):
             judgement.append(-1)
         else:
-            judgement.append(rule_index[rc] * n_sets + _code(jb))
+            judgement.append(rule_index[rc] * n_sets + set_to_code(jb))
     t_t = torch.tensor(t, dtype=torch.float64)
     return Features(
         ids=list(data.ids), space=space, pid=pid_t, t=t_t, ll=ll, choice=torch.tensor(choice),
@@ -211,16 +251,71 @@ def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torc
                     final_ll=ll, judgement=torch.full((P,), -1), test_index=torch.full((P,), t + 1))
 
 
-class ChoiceModel:
-    """Base class. Subclasses set ``name``, ``description``, ``params`` and implement :meth:`set_logits`."""
+def log_rule_prior(rho: torch.Tensor) -> torch.Tensor:
+    """``[..., 2]`` log prior of (disjunctive, conjunctive) with ``P(conjunctive) = sigmoid(rho)``."""
+    return torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)
+
+
+def learner_posterior(feats: Features, ll: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """Normalised learner log posterior ``[..., D, H]`` (rule-major hypotheses) from ``ll [D, H]``."""
+    space = feats.space
+    S = space.n_sets
+    log_set = space.log_prior[:S] - space.rule_log_prior[0]
+    lp = (log_rule_prior(rho)[..., :, None] + log_set).flatten(-2)  # [..., D, H]
+    lw = ll + lp
+    return lw - torch.logsumexp(lw, -1, keepdim=True)
+
+
+class JudgementModel:
+    """How the final (rule, blicket set) judgement follows from the learner's final posterior.
+
+    Subclasses set ``name``, ``description``, ``params`` (all ``level="shared"``) and implement :meth:`log_probs`.
+    """
 
     name: str = "base"
     description: str = ""
     params: tuple[Param, ...] = ()
-    uses_rule_prior: bool = False  # True when the model has a participant-level ``rho``
+
+    def log_probs(self, log_w: torch.Tensor, th: dict) -> torch.Tensor:
+        """Log probability ``[..., P, H]`` of every judged (rule, set) pair; ``log_w [..., P, H]`` normalised,
+        ``th`` the parameters per participant ``[..., P]``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<judgement model {self.name!r}>"
+
+
+class ChoiceModel:
+    """Base class. Subclasses set ``name``, ``description``, ``params`` and implement :meth:`set_logits`.
+
+    ``judgement`` is the :class:`JudgementModel` (posterior sampling unless :meth:`with_judgement` says otherwise).
+    """
+
+    name: str = "base"
+    description: str = ""
+    params: tuple[Param, ...] = ()
+    judgement: JudgementModel | None = None
 
     def all_params(self) -> tuple[Param, ...]:
-        return tuple(self.params) + STOP_PARAMS + JUDGE_PARAMS
+        """Set-choice parameters, then the shared rule prior, stopping, lapse and judgement parameters."""
+        return tuple(self.params) + RULE_PARAMS + STOP_PARAMS + tuple(self.judge.params)
+
+    @property
+    def judge(self) -> JudgementModel:
+        if self.judgement is None:
+            from .judgement import PosteriorSampling
+
+            return PosteriorSampling()
+        return self.judgement
+
+    def with_judgement(self, judgement: str | JudgementModel) -> ChoiceModel:
+        """A copy of this model with another judgement model (a name from ``JUDGEMENT_MODELS`` or an instance)."""
+        from .judgement import get_judgement
+
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.judgement = get_judgement(judgement)
+        return new
 
     def set_logits(self, feats: Features, th: dict, log_w: torch.Tensor) -> torch.Tensor:
         """Unnormalised log-preference ``[..., D, 2**N]`` of every object set at every decision.
@@ -231,19 +326,8 @@ class ChoiceModel:
         raise NotImplementedError
 
     # ---- shared machinery -------------------------------------------------------------------------------
-    @staticmethod
-    def log_rule_prior(rho: torch.Tensor) -> torch.Tensor:
-        """``[..., 2]`` log prior of (disjunctive, conjunctive) with ``P(conjunctive) = sigmoid(rho)``."""
-        return torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)
-
-    def posterior(self, feats: Features, ll: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
-        """Normalised learner log posterior ``[..., D, H]`` (rule-major hypotheses) from ``ll [D, H]``."""
-        space = feats.space
-        S = space.n_sets
-        log_set = space.log_prior[:S] - space.rule_log_prior[0]
-        lp = (self.log_rule_prior(rho)[..., :, None] + log_set).flatten(-2)  # [..., D, H]
-        lw = ll + lp
-        return lw - torch.logsumexp(lw, -1, keepdim=True)
+    posterior = staticmethod(learner_posterior)
+    log_rule_prior = staticmethod(log_rule_prior)
 
     @staticmethod
     def eig(feats: Features, log_w: torch.Tensor) -> torch.Tensor:
@@ -256,17 +340,13 @@ class ChoiceModel:
     def entropy_bits(log_w: torch.Tensor) -> torch.Tensor:
         return -(log_w.exp() * log_w).sum(-1) / _LOG2
 
-    def _per_decision(self, feats: Features, theta: dict) -> dict:
-        return {k: v[..., feats.pid] for k, v in theta.items()}
-
     def log_probs(self, feats: Features, theta: dict) -> torch.Tensor:
         """Log probability ``[..., D, 2**N + 1]`` of every option (sets by code, then stop) at every decision.
 
         ``theta`` maps each parameter name to its constrained value per participant ``[..., P]``.
         """
-        th = self._per_decision(feats, theta)
-        rho = th["rho"] if self.uses_rule_prior else torch.zeros_like(th["stop_a"])
-        log_w = self.posterior(feats, feats.ll, rho)
+        th = {k: v[..., feats.pid] for k, v in theta.items()}
+        log_w = learner_posterior(feats, feats.ll, th["rho"])
         logits = self.set_logits(feats, th, log_w)
         n = logits.shape[-1]
         lapse = th["lapse"][..., None]
@@ -281,24 +361,8 @@ class ChoiceModel:
 
     def judgement_log_probs(self, feats: Features, theta: dict) -> torch.Tensor:
         """Log probability ``[..., P, H]`` of each judged (rule, blicket set) pair after the last test."""
-        rho = theta["rho"] if self.uses_rule_prior else torch.zeros_like(theta["stop_a"])
-        log_w = self.posterior(feats, feats.final_ll, rho)
-        k = theta["judge_lapse"][..., None]
-        return torch.logaddexp(torch.log1p(-k) + log_w, torch.log(k) - math.log(log_w.shape[-1]))
+        log_w = learner_posterior(feats, feats.final_ll, theta["rho"])
+        return self.judge.log_probs(log_w, theta)
 
-
-def get_model(name: str | ChoiceModel) -> ChoiceModel:
-    """The model in ``models/choice_<name>.py`` (its ``MODEL``), or ``name`` itself if it is a ChoiceModel."""
-    if isinstance(name, ChoiceModel):
-        return name
-    if not isinstance(name, str) or name not in available_models():
-        raise ValueError(f"unknown choice model {name!r}; available: {available_models()}")
-    return importlib.import_module(f"causalplay.models.choice_{name}").MODEL
-
-
-def available_models() -> list[str]:
-    """Names of the choice models found as ``models/choice_*.py``."""
-    import causalplay.models as pkg
-
-    return sorted(m.name[len("choice_"):] for m in pkgutil.iter_modules(pkg.__path__)
-                  if m.name.startswith("choice_") and m.name != "choice_base")
+    def __repr__(self) -> str:
+        return f"<choice model {self.name!r}, judgement {self.judge.name!r}>"

@@ -1,0 +1,386 @@
+"""The fit itself: the posterior of a choice model given trial data, by NUTS or SVI, as a :class:`Fit`."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_all_start_methods, get_context
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyro
+import torch
+
+from .. import _validate as V
+from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
+from .options import NUTSOptions, SVIOptions
+from .parameterisation import Parameterisation
+
+if TYPE_CHECKING:
+    import arviz as az
+
+    from ..data import TrialData
+
+__all__ = ["fit", "load_fit", "Fit", "ConvergenceWarning", "log_density", "pyro_model"]
+
+
+class ConvergenceWarning(UserWarning):
+    """A NUTS fit missed a convergence criterion (R-hat, bulk ESS, divergences); do not interpret it as is."""
+
+
+# ---- the model ----------------------------------------------------------------------------------------------
+def _data_log_lik(feats: Features, cm: ChoiceModel, theta: dict, judgements: bool) -> torch.Tensor:
+    lp = cm.log_probs(feats, theta).gather(-1, feats.choice[:, None]).sum()
+    if judgements:
+        jl = cm.judgement_log_probs(feats, theta)
+        ok = feats.judgement >= 0
+        lp = lp + jl.gather(-1, feats.judgement.clamp_min(0)[:, None]).squeeze(-1)[ok].sum()
+    return lp
+
+
+def pyro_model(feats: Features, par: Parameterisation, judgements: bool) -> None:
+    """The model in Pyro (the specification; NUTS and SVI use :func:`log_density`, tested equal to it up to the
+    log-sigma Jacobian)."""
+    raw = par.pyro_sample()
+    pyro.factor("data", _data_log_lik(feats, par.model, par.theta(raw), judgements))
+
+
+def log_density(feats: Features, par: Parameterisation, judgements: bool, q: dict) -> torch.Tensor:
+    """Log posterior density (unnormalised) at the unconstrained point ``q`` (NUTS's potential is its negative)."""
+    lp, raw = par.log_prior(q)
+    return lp + _data_log_lik(feats, par.model, par.theta(raw), judgements)
+
+
+# ---- NUTS chains (one per process where cores allow) -------------------------------------------------------
+def _run_chain(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
+               chain: int) -> dict:
+    from pyro.infer import MCMC, NUTS
+
+    c0 = time.process_time()
+    if opts.threads is not None:
+        torch.set_num_threads(opts.threads)
+    gen = torch.Generator().manual_seed(seed + 7919 * chain)
+    q0 = par.init(opts.init_jitter if opts.chains > 1 else 0.0, gen)
+    keys, joint = _traced_density(feats, par, judgements, q0, opts.jit)
+
+    def potential(q):
+        return -joint(*(q[k] for k in keys))
+
+    pyro.set_rng_seed(seed + 1000 * chain)
+    kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept, max_tree_depth=opts.max_tree_depth,
+                  full_mass=opts.dense_mass)
+    mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
+                disable_progbar=not opts.progress)
+    mcmc.run()
+    smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
+    for k in [k for k in smp if k.endswith("_logsigma")]:
+        smp[k[: -len("_logsigma")] + "_sigma"] = smp.pop(k).exp()
+    div = np.zeros(opts.draws, dtype=bool)
+    idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
+    div[np.asarray(idx, dtype=int)] = True
+    step = float(kernel.step_size) if hasattr(kernel, "step_size") else float("nan")
+    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step}
+
+
+def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int):
+    workers = opts.n_workers()
+    if workers > 1:
+        # fork: worker processes need no re-import of the caller's script (spawn would, and breaks unguarded
+        # scripts); each worker sets its own torch threads before any tensor work.
+        method = "fork" if "fork" in get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(workers, mp_context=get_context(method)) as ex:
+            futs = [ex.submit(_run_chain, feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
+            out = [f.result() for f in futs]
+    else:
+        out = [_run_chain(feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
+    raw = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}
+    return raw, np.stack([o["diverging"] for o in out]), sum(o["cpu"] for o in out), [o["step_size"] for o in out]
+
+
+def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0: dict, jit: bool):
+    keys = list(q0)
+
+    def joint(*vals):
+        return log_density(feats, par, judgements, dict(zip(keys, vals, strict=True)))
+
+    if jit:
+        with warnings.catch_warnings():  # tracer warnings about python scalars: the graph has no data branches
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            joint = torch.jit.trace(joint, tuple(q0.values()), check_trace=False)
+    return keys, joint
+
+
+def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int):
+    """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
+    JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
+    from tqdm.auto import tqdm
+
+    gen = torch.Generator().manual_seed(seed)
+    q0 = par.init()
+    keys, joint = _traced_density(feats, par, judgements, q0, True)
+    loc = [q0[k].clone().requires_grad_(True) for k in keys]
+    log_scale = [torch.full_like(q0[k], math.log(opts.init_scale)).requires_grad_(True) for k in keys]
+    optim = torch.optim.Adam(loc + log_scale, lr=opts.lr)
+    sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / opts.steps))
+    losses = []
+    for _ in tqdm(range(opts.steps), disable=not opts.progress, desc=f"SVI {par.model.name}"):
+        optim.zero_grad()
+        eps = [torch.randn(m.shape, generator=gen, dtype=m.dtype) for m in loc]
+        q = [m + s.exp() * e for m, s, e in zip(loc, log_scale, eps, strict=True)]
+        loss = -(joint(*q) + sum(s.sum() for s in log_scale))  # -ELBO up to a constant (Gaussian entropy)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(loc + log_scale, 10.0)
+        optim.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+    if not np.isfinite(losses[-1]):
+        raise FloatingPointError(f"SVI of {par.model.name!r} ended with a non-finite loss {losses[-1]!r}")
+    with torch.no_grad():
+        raw = {}
+        for k, m, s in zip(keys, loc, log_scale, strict=True):
+            d = m + s.exp() * torch.randn((opts.draws, *m.shape), generator=gen, dtype=m.dtype)
+            if k.endswith("_logsigma"):
+                raw[k[: -len("_logsigma")] + "_sigma"] = d.exp()[None]
+            else:
+                raw[k] = d[None]
+    return raw, losses
+
+
+# ---- the result -----------------------------------------------------------------------------------------------
+@dataclass
+class Fit:
+    """A fitted choice model: posterior draws as ArviZ InferenceData plus helpers.
+
+    Attributes
+    ----------
+    model : ChoiceModel
+    par : Parameterisation
+    method : {"nuts", "svi"}
+    options : NUTSOptions or SVIOptions
+    learner : LearnerConfig
+    data : causalplay.data.TrialData -- the fitted participants
+    feats : Features
+    raw : dict site -> Tensor ``[chains, draws, ...]`` (Pyro naming)
+    idata : arviz.InferenceData -- ``posterior`` (dims participant), ``log_likelihood`` (choice, judgement),
+        ``observed_data``, ``constant_data`` (true_blickets: participant x object), ``sample_stats`` (NUTS)
+    seconds, cpu_seconds : float -- wall and CPU time of the sampling (CPU summed over chain processes)
+    judgements : bool -- whether the judgements were in the likelihood
+    """
+
+    model: ChoiceModel
+    par: Parameterisation
+    method: str
+    options: NUTSOptions | SVIOptions
+    learner: LearnerConfig
+    data: TrialData
+    feats: Features
+    raw: dict
+    idata: az.InferenceData
+    seconds: float
+    cpu_seconds: float
+    judgements: bool = True
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def hierarchical(self) -> bool:
+        return self.par.hierarchical
+
+    # -- parameters
+    def flat_raw(self) -> dict[str, torch.Tensor]:
+        """Raw sites with chains and draws merged: ``[chains * draws, ...]``."""
+        return {k: v.reshape(-1, *v.shape[2:]) for k, v in self.raw.items()}
+
+    def theta(self) -> dict[str, torch.Tensor]:
+        """Constrained parameters per participant, ``[chains * draws, P]`` each."""
+        return self.par.theta(self.flat_raw())
+
+    def participant_means(self) -> pd.DataFrame:
+        """Posterior mean of each participant-level parameter (rows: participants)."""
+        th = self.theta()
+        cols = {p.name: th[p.name].mean(0).numpy() for p in self.model.all_params() if p.level == "participant"}
+        return pd.DataFrame(cols, index=pd.Index(self.feats.ids, name="participant"))
+
+    def participant_table(self, prob: float = 0.9) -> pd.DataFrame:
+        """Per participant and participant-level parameter: posterior mean, sd and central ``prob`` interval."""
+        prob = V.real(prob, "prob", low=0, high=1, low_open=True, high_open=True)
+        th = self.theta()
+        lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+        rows = []
+        for p in self.model.all_params():
+            if p.level != "participant":
+                continue
+            v = th[p.name].numpy()
+            q = np.quantile(v, [lo, hi], axis=0)
+            for i, pid in enumerate(self.feats.ids):
+                rows.append({"participant": pid, "parameter": p.name, "mean": v[:, i].mean(), "sd": v[:, i].std(),
+                             f"q{lo * 100:g}": q[0, i], f"q{hi * 100:g}": q[1, i]})
+        return pd.DataFrame(rows)
+
+    def summary(self, **kw) -> pd.DataFrame:
+        """``az.summary`` of the group-level and shared parameters (participant-level ones with ``var_names``)."""
+        import arviz as az
+
+        if "var_names" not in kw:
+            kw["var_names"] = [v for v in self.idata.posterior.data_vars if "participant" not in
+                               self.idata.posterior[v].dims]
+        if self.idata.posterior.sizes["chain"] < 2:
+            kw.setdefault("kind", "stats")  # one chain (SVI): no R-hat/ESS to report
+        return az.summary(self.idata, **kw)
+
+    def diagnostics(self, rhat_max: float = 1.01, ess_min: float = 400.0, warn: bool = True) -> dict:
+        """Worst R-hat, smallest bulk/tail ESS and divergences over all latent sites; warns
+        (:class:`ConvergenceWarning`) when they miss ``rhat_max``/``ess_min``/0 divergences."""
+        import arviz as az
+
+        post = self.idata.posterior[list(self.raw)]
+        out = {"method": self.method, "model": self.model.name, "chains": int(post.sizes["chain"]),
+               "draws": int(post.sizes["draw"]), "seconds": round(self.seconds, 1),
+               "cpu_seconds": round(self.cpu_seconds, 1)}
+        if self.method == "nuts" and out["chains"] >= 2:
+            rhat = az.rhat(post)
+            ess_b, ess_t = az.ess(post, method="bulk"), az.ess(post, method="tail")
+            worst = max(rhat.data_vars, key=lambda v: float(rhat[v].max()))
+            out["rhat_max"] = float(rhat[worst].max())
+            out["rhat_worst_site"] = worst
+            low = min(ess_b.data_vars, key=lambda v: float(ess_b[v].min()))
+            out["ess_bulk_min"] = float(ess_b[low].min())
+            out["ess_bulk_worst_site"] = low
+            out["ess_tail_min"] = float(min(float(ess_t[v].min()) for v in ess_t.data_vars))
+        if self.method == "nuts":
+            out["divergences"] = int(self.idata.sample_stats["diverging"].sum())
+        problems = []
+        if out.get("rhat_max", 1.0) > rhat_max:
+            problems.append(f"R-hat {out['rhat_max']:.3f} > {rhat_max} ({out['rhat_worst_site']})")
+        if out.get("ess_bulk_min", np.inf) < ess_min:
+            problems.append(f"bulk ESS {out['ess_bulk_min']:.0f} < {ess_min:g} ({out['ess_bulk_worst_site']})")
+        if out.get("divergences", 0) > 0:
+            problems.append(f"{out['divergences']} divergent transitions")
+        if self.method == "nuts" and out["chains"] < 2:
+            problems.append("R-hat needs at least 2 chains")
+        if self.method == "svi":
+            problems.append("SVI: no R-hat/ESS (variational approximation; posterior sds are too small); "
+                            "compare with a NUTS fit")
+        out["ok"] = not problems
+        out["problems"] = problems
+        if warn and problems:
+            warnings.warn(f"fit diagnostics of {self.model.name}: " + "; ".join(problems), ConvergenceWarning,
+                          stacklevel=2)
+        return out
+
+    # -- prediction (implemented in scoring / simulation)
+    def score(self, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0):
+        """Held-out log predictive probability; see :func:`causalplay.fitting.scoring.heldout_score`."""
+        from .scoring import heldout_score
+
+        return heldout_score(self, data, n_draws=n_draws, n_new=n_new, seed=seed)
+
+    def simulate(self, n_participants: int | None = None, *, worlds=None, seed: int = 0, max_tests: int = 30):
+        """Synthetic participants; see :func:`causalplay.fitting.simulation.simulate_fit`."""
+        from .simulation import simulate_fit
+
+        return simulate_fit(self, n_participants, worlds=worlds, seed=seed, max_tests=max_tests)
+
+
+# ---- the entry point ------------------------------------------------------------------------------------------
+def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical: bool = True,
+        method: str = "nuts", nuts: NUTSOptions | None = None, svi: SVIOptions | None = None,
+        judgement: str | None = None, judgements: bool = True, learner: LearnerConfig | None = None,
+        seed: int = 0, warn: bool = True) -> Fit:
+    """Fit a choice model to trial data.
+
+    Parameters
+    ----------
+    data : causalplay.data.TrialData
+    model : name in ``causalplay.models.choice.REGISTRY``, or a ChoiceModel
+    hierarchical : bool
+        Participant-level parameters drawn from group-level priors (non-centred), else independent priors.
+    method : {"nuts", "svi"}
+    nuts, svi : NUTSOptions, SVIOptions
+        Settings of the method (defaults: 4 chains x (500 warm-up + 500 draws); 1500 SVI steps).
+    judgement : {"sample", "softmax"}, optional
+        Judgement model (default: the model's own, posterior sampling).
+    judgements : bool
+        Include the final judgements in the likelihood (they inform the rule prior).
+    learner : LearnerConfig
+        The modelled learner's fixed assumptions (set prior, machine noise, minimum tests before stopping).
+    seed : int
+    warn : bool
+        Emit a :class:`ConvergenceWarning` when a NUTS fit misses R-hat <= 1.01, bulk ESS >= 400 or 0 divergences.
+
+    Returns
+    -------
+    Fit
+    """
+    from ..data import TrialData
+    from .convert import to_idata
+
+    if not isinstance(data, TrialData):
+        raise TypeError(f"data must be causalplay.data.TrialData (see load_trials), got {type(data).__name__}")
+    V.choice(method, "method", ("nuts", "svi"))
+    if len(data) == 0:
+        raise ValueError("data has no participants")
+    nuts = NUTSOptions() if nuts is None else nuts
+    svi = SVIOptions() if svi is None else svi
+    if not isinstance(nuts, NUTSOptions):
+        raise TypeError(f"nuts must be NUTSOptions, got {V.describe(nuts)}")
+    if not isinstance(svi, SVIOptions):
+        raise TypeError(f"svi must be SVIOptions, got {V.describe(svi)}")
+    V.integer(seed, "seed")
+    cm = get_model(model, judgement)
+    learner = learner or LearnerConfig()
+    feats = build_features(data, learner)
+    par = Parameterisation(cm, bool(hierarchical), feats.n_participants)
+    t0, c0 = time.perf_counter(), time.process_time()
+    extra: dict = {}
+    with V.single_thread(nuts.threads if method == "nuts" else 1):
+        if method == "nuts":
+            raw, diverging, child_cpu, steps = _nuts(feats, par, judgements, nuts, seed)
+            extra["step_size"] = steps
+            options = nuts
+        else:
+            raw, losses = _svi(feats, par, judgements, svi, seed)
+            diverging, child_cpu = None, 0.0
+            extra["elbo_losses"] = losses
+            options = svi
+    seconds = time.perf_counter() - t0
+    cpu = (time.process_time() - c0) + (child_cpu if method == "nuts" and nuts.n_workers() > 1 else 0.0)
+    extra["load_average"] = os.getloadavg()
+    idata = to_idata(par, feats, raw, judgements, diverging, data)
+    f = Fit(cm, par, method, options, learner, data, feats, raw, idata, seconds, cpu, judgements, extra)
+    if method == "nuts" and warn:
+        f.diagnostics(warn=True)
+    return f
+
+
+def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, judgement: str | None = None,
+             hierarchical: bool | None = None, learner: LearnerConfig | None = None) -> Fit:
+    """Rebuild a :class:`Fit` from its saved InferenceData (``Fit.idata.to_netcdf(path)``) and the fitted data.
+
+    Model, judgement model and parameterisation are read from the posterior's attributes unless given.
+    """
+    import arviz as az
+
+    if not isinstance(idata, az.InferenceData):
+        idata = az.from_netcdf(idata)
+    attrs = idata.posterior.attrs
+    model = model if model is not None else attrs.get("causalplay_model")
+    judgement = judgement if judgement is not None else attrs.get("causalplay_judgement")
+    hierarchical = bool(attrs.get("causalplay_hierarchical", 1)) if hierarchical is None else hierarchical
+    if model is None:
+        raise ValueError("the InferenceData does not say which model it is; pass model=")
+    cm = get_model(model, judgement)
+    learner = learner or LearnerConfig()
+    feats = build_features(data, learner)
+    if list(idata.posterior["participant"].values) != feats.ids:
+        raise ValueError("data are not the participants of this fit (participant lists differ)")
+    par = Parameterisation(cm, hierarchical, feats.n_participants)
+    names = [k[: -len("_logsigma")] + "_sigma" if k.endswith("_logsigma") else k for k in par.sites()]
+    raw = {k: torch.as_tensor(idata.posterior[k].values) for k in names}
+    method = "nuts" if "sample_stats" in idata.groups() else "svi"
+    return Fit(cm, par, method, NUTSOptions() if method == "nuts" else SVIOptions(), learner, data, feats, raw,
+               idata, float("nan"), float("nan"), "judgement" in idata.log_likelihood, {"loaded": True})

@@ -1,0 +1,214 @@
+"""Scoring fits: held-out log predictive probability (choices and judgements), PSIS-LOO and WAIC with their
+diagnostics, and paired per-participant comparisons with standard errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import _validate as V
+from ..models.choice import build_features
+from .convert import pointwise_log_lik
+
+if TYPE_CHECKING:
+    from ..data import TrialData
+    from .inference import Fit
+
+__all__ = ["Score", "heldout_score", "compare", "paired_difference", "ic_table", "PARETO_K_BAD"]
+
+PARETO_K_BAD = 0.7  # PSIS-LOO is unreliable for points above this (Vehtari et al. 2017/2024)
+
+
+@dataclass
+class Score:
+    """Held-out log predictive probability of participants not used in fitting.
+
+    Attributes
+    ----------
+    total_nats : float -- sum over participants of log P(their choices)
+    n_choices : int -- tests + stops scored
+    per_participant : Series -- log P(choices) of each participant (nats)
+    judgements : DataFrame or None -- per participant log P of the judged (rule, set) pair (``joint``), of the
+        judged blicket set alone (``blickets``, rule marginalised) and of the rule choice alone (``rule``);
+        NaN where no judgement was given
+    """
+
+    total_nats: float
+    n_choices: int
+    per_participant: pd.Series
+    judgements: pd.DataFrame | None = None
+
+    @property
+    def nats_per_choice(self) -> float:
+        return -self.total_nats / self.n_choices
+
+    def judgement_nats(self) -> dict[str, float]:
+        """Total held-out log-likelihood of the judgements (joint, blickets, rule) and how many were scored."""
+        if self.judgements is None:
+            return {}
+        j = self.judgements.dropna()
+        return {"joint": float(j["joint"].sum()), "blickets": float(j["blickets"].sum()),
+                "rule": float(j["rule"].sum()), "n": len(j)}
+
+    def __iter__(self):  # so ``total, n = fit.score(data)`` works
+        return iter((self.total_nats, self.n_choices))
+
+
+def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0) -> Score:
+    """Log predictive probability (nats) of the choices and judgements of participants **not** used in fitting.
+
+    Each held-out participant's parameters are unknown: they are integrated over the fitted population
+    (``n_draws`` posterior draws of the group-level parameters x ``n_new`` new participants each; for flat
+    fits, over the prior). Choices and judgements are scored separately (each integrated on its own).
+    """
+    n_draws = V.integer(n_draws, "n_draws", low=1)
+    n_new = V.integer(n_new, "n_new", low=1)
+    overlap = set(data.ids) & set(fit.feats.ids)
+    if overlap:
+        raise ValueError(f"score() is for participants not used in fitting; {sorted(overlap)[:5]} were fitted")
+    feats = build_features(data, fit.learner)
+    gen = torch.Generator().manual_seed(seed)
+    flat = fit.flat_raw()
+    total = flat[next(iter(flat))].shape[0]
+    idx = torch.randint(total, (n_draws,), generator=gen)
+    group = {k: v[idx].repeat_interleave(n_new, 0) for k, v in flat.items() if v.dim() == 1}
+    raw = fit.par.new_participants(group, n_draws * n_new, feats.n_participants, gen)
+    theta = fit.par.theta(raw, feats.n_participants)
+    choice_ll, judge_ll = pointwise_log_lik(fit.par, feats, theta)
+    per = torch.zeros(n_draws * n_new, feats.n_participants, dtype=torch.float64)
+    per.index_add_(1, feats.pid, choice_ll)
+    lp = torch.logsumexp(per, 0) - math.log(per.shape[0])
+    # Judgements: joint, and the blicket-set and rule parts alone (marginals of the same judgement model).
+    with torch.no_grad():
+        jl = fit.model.judgement_log_probs(feats, theta)  # [S, P, H] rule-major
+    Sn = feats.space.n_sets
+    j = feats.judgement.clamp_min(0)
+    jr, js = j // Sn, j % Sn
+    grid = jl.unflatten(-1, (-1, Sn))  # [S, P, R, Sets]
+    blk = torch.logsumexp(grid, -2).gather(-1, js.expand(grid.shape[0], -1)[..., None]).squeeze(-1)
+    rul = torch.logsumexp(grid, -1).gather(-1, jr.expand(grid.shape[0], -1)[..., None]).squeeze(-1)
+    S = float(grid.shape[0])
+    jt = pd.DataFrame({k: (torch.logsumexp(v, 0) - math.log(S)).numpy() for k, v in
+                       (("joint", judge_ll), ("blickets", blk), ("rule", rul))}, index=feats.ids)
+    jt[(feats.judgement < 0).numpy()] = np.nan
+    return Score(float(lp.sum()), feats.n_decisions, pd.Series(lp.numpy(), index=feats.ids, name="log_p"), jt)
+
+
+def paired_difference(a: Score, b: Score, per_choice: bool = True) -> tuple[float, float]:
+    """Difference ``a - b`` in held-out log predictive probability with its paired standard error.
+
+    Both scores must cover the same participants; the SE is ``sqrt(P) * sd(d_p)`` over the per-participant
+    differences ``d_p`` (participants are the independent units). ``per_choice``: both divided by the number of
+    choices, with the sign flipped so that it reads as **nats per choice** (negative: ``a`` predicts better).
+    """
+    if list(a.per_participant.index) != list(b.per_participant.index):
+        raise ValueError("paired_difference needs scores of the same participants in the same order")
+    d = a.per_participant.to_numpy() - b.per_participant.to_numpy()
+    diff, se = float(d.sum()), float(math.sqrt(len(d)) * d.std(ddof=1)) if len(d) > 1 else float("nan")
+    if per_choice:
+        return -diff / a.n_choices, se / a.n_choices
+    return diff, se
+
+
+def _loo_waic(idata, var_name: str):
+    """``az.loo`` and ``az.waic`` with their warnings **shown** (re-issued once per model, never silenced)."""
+    import arviz as az
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loo = az.loo(idata, var_name=var_name, pointwise=True)
+        waic = az.waic(idata, var_name=var_name, pointwise=True)
+    return loo, waic, caught
+
+
+def ic_table(fits: dict[str, Fit], var_name: str = "choice") -> tuple[pd.DataFrame, dict]:
+    """PSIS-LOO and WAIC per fit with Pareto-k counts; returns the table and the pointwise elpd_loo per model."""
+    rows, pointwise = [], {}
+    for name, f in fits.items():
+        loo, waic, caught = _loo_waic(f.idata, var_name)
+        k = np.asarray(loo.pareto_k)
+        good_k = float(getattr(loo, "good_k", PARETO_K_BAD))
+        seen = set()
+        for w in caught:
+            msg = str(w.message)
+            if msg not in seen:
+                seen.add(msg)
+                warnings.warn(f"{name}: {msg}", w.category, stacklevel=3)
+        # A point whose log-likelihood is the same in every draw (e.g. a first test under ``random``) has an exact
+        # LOO value; ArviZ reports k = inf for it, which is not a problem, so it is not counted.
+        ll = f.idata.log_likelihood[var_name].values
+        const = np.nanstd(ll.reshape(-1, ll.shape[-1]), axis=0) < 1e-12
+        thr = min(good_k, PARETO_K_BAD)
+        n_bad = int(((k > thr) & ~const).sum())
+        k = np.where(const, 0.0, k)
+        if n_bad:
+            warnings.warn(f"{name}: PSIS-LOO unreliable for {n_bad} of {k.size} choices (Pareto k > "
+                          f"{thr:.2f}, max {k.max():.2f}); rely on held-out participants "
+                          f"(compare(..., held_out=...)) for this comparison", UserWarning, stacklevel=3)
+        pointwise[name] = np.asarray(loo.loo_i)
+        rows.append({"model": name, "elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se),
+                     "p_loo": float(loo.p_loo), "pareto_k_bad": n_bad, "pareto_k_good_threshold": good_k,
+                     "pareto_k_max": float(k.max()), "constant_points": int(const.sum()),
+                     "elpd_waic": float(waic.elpd_waic), "se_waic": float(waic.se),
+                     "p_waic": float(waic.p_waic), "method": f.method,
+                     "draws": int(f.idata.posterior.sizes["chain"] * f.idata.posterior.sizes["draw"])})
+    return pd.DataFrame(rows).set_index("model"), pointwise
+
+
+def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name: str = "choice",
+            n_draws: int = 400, n_new: int = 5, seed: int = 0) -> pd.DataFrame:
+    """Compare fits of the same data: PSIS-LOO, WAIC and (with ``held_out``) held-out scores, all paired.
+
+    Parameters
+    ----------
+    fits : dict name -> Fit
+        Fits of the same participants.
+    held_out : TrialData, optional
+        Participants none of the fits saw; adds ``heldout_nats_per_choice`` and the paired difference to the
+        best model with its SE (per-participant differences: participants are the independent units), plus
+        held-out judgement log-likelihoods (``heldout_judgement``, ``..._blickets``, ``..._rule``).
+    var_name : str
+        Log-likelihood variable for LOO/WAIC (``"choice"`` or ``"judgement"``).
+
+    Returns
+    -------
+    DataFrame, one row per model, sorted by held-out score when given, else by ``elpd_loo``: ``elpd_loo``,
+    ``se_loo``, ``p_loo``, ``elpd_diff``/``dse`` (paired, to the best by LOO), ``pareto_k_bad`` (points with
+    Pareto k above the threshold), ``pareto_k_max``, ``elpd_waic``, ``se_waic``, ``p_waic``, and the held-out
+    columns. LOO's and WAIC's own warnings are re-issued (never silenced), plus one warning per model with
+    unreliable PSIS points.
+    """
+    from .inference import Fit
+
+    if not isinstance(fits, dict) or not fits:
+        raise TypeError("fits must be a non-empty dict name -> Fit")
+    bad = [k for k, f in fits.items() if not isinstance(f, Fit)]
+    if bad:
+        raise TypeError(f"fits[{bad[0]!r}] is not a causalplay Fit")
+    ids = {k: tuple(f.feats.ids) for k, f in fits.items()}
+    if len(set(ids.values())) > 1:
+        raise ValueError("compare() needs fits of the same participants; got different participant lists")
+    table, pointwise = ic_table(fits, var_name)
+    best = table["elpd_loo"].idxmax()
+    table["elpd_diff"] = [float(pointwise[best].sum() - pointwise[m].sum()) for m in table.index]
+    table["dse"] = [float(math.sqrt(len(pointwise[m])) * np.std(pointwise[best] - pointwise[m], ddof=1))
+                    if m != best else 0.0 for m in table.index]
+    if held_out is None:
+        return table.sort_values("elpd_loo", ascending=False)
+    scores = {m: f.score(held_out, n_draws=n_draws, n_new=n_new, seed=seed) for m, f in fits.items()}
+    table["heldout_nats_per_choice"] = [scores[m].nats_per_choice for m in table.index]
+    top = min(scores, key=lambda m: scores[m].nats_per_choice)
+    diffs = {m: paired_difference(scores[m], scores[top]) for m in table.index}
+    table["heldout_diff"] = [diffs[m][0] for m in table.index]
+    table["heldout_diff_se"] = [diffs[m][1] for m in table.index]
+    for part in ("joint", "blickets", "rule"):
+        col = "heldout_judgement" + ("" if part == "joint" else f"_{part}")
+        table[col] = [scores[m].judgement_nats().get(part, np.nan) for m in table.index]
+    table.attrs["scores"] = scores
+    return table.sort_values("heldout_nats_per_choice")

@@ -1,0 +1,146 @@
+"""Simulated participants of a choice model on the Nexiom batch task (``causalplay.envs.nexiom_core.NexiomBatch``).
+
+The task is the one Nexiom loop (machine, test budget, scoring of the answer); this module only chooses the
+actions from the model's probabilities and writes the episodes out as :class:`causalplay.data.TrialData`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..models.choice import ChoiceModel, LearnerConfig, get_model, step_features
+
+if TYPE_CHECKING:
+    from ..data import TrialData
+    from .inference import Fit
+
+__all__ = ["simulate", "simulate_fit"]
+
+
+def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, seed: int = 0,
+                 max_tests: int = 30) -> TrialData:
+    """Synthetic participants from a fit, as :class:`causalplay.data.TrialData`.
+
+    ``n_participants=None``: one replica of every fitted participant (their own posterior draw, their own
+    true rule and blickets) -- the posterior predictive check. Otherwise new participants drawn from the
+    fitted population, with worlds ``[(rule, blickets), ...]`` (default: drawn from the fitted data's).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    th = fit.theta()
+    draws = th["lapse"].shape[0]
+    P = fit.feats.n_participants
+    parts = fit.data.participants
+    if n_participants is None:
+        d = torch.randint(draws, (P,), generator=gen)
+        theta = {k: v[d, torch.arange(P)] for k, v in th.items()}
+        worlds = list(zip(parts["rule"], parts["true_blickets"], strict=True))
+    else:
+        n_participants = int(n_participants)
+        flat = fit.flat_raw()
+        d = torch.randint(draws, (n_participants,), generator=gen)
+        group = {k: v[d] for k, v in flat.items() if v.dim() == 1}
+        raw = fit.par.new_participants(group, n_participants, 1, gen)
+        theta = {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
+        if worlds is None:
+            w = torch.randint(P, (n_participants,), generator=gen).tolist()
+            worlds = [(parts["rule"].iloc[i], parts["true_blickets"].iloc[i]) for i in w]
+    return simulate(fit.model, theta, worlds, fit.data.n_objects, learner=fit.learner, seed=seed + 1,
+                    max_tests=max_tests)
+
+
+def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, learner: LearnerConfig | None = None,
+             seed: int = 0, max_tests: int = 30, prefix: str = "S"):
+    """Simulate participants of a choice model with known parameters on deterministic Blicket machines.
+
+    Parameters
+    ----------
+    model : model name or ChoiceModel
+    theta : dict name -> float or array ``[P]``
+        Constrained parameter values (every parameter of the model, see ``model.all_params()``).
+    worlds : list of (rule name, blicket indices)
+        One per participant; the machine follows :mod:`causalplay.rules`.
+    max_tests : int
+        Participants who have not stopped by then stop.
+
+    Returns
+    -------
+    causalplay.data.TrialData
+    """
+    from ..data import TrialData
+    from ..envs.nexiom_core import NexiomBatch
+    from ..exact import log_likelihood
+
+    cm = get_model(model)
+    learner = learner or LearnerConfig()
+    P = len(worlds)
+    names = {p.name for p in cm.all_params()}
+    missing = names - set(theta)
+    if missing:
+        raise ValueError(f"theta lacks parameter(s) {sorted(missing)} of model {cm.name!r}")
+    th = {k: torch.as_tensor(np.broadcast_to(np.asarray(theta[k], dtype=np.float64), (P,)).copy()) for k in names}
+    gen = torch.Generator().manual_seed(seed)
+    space = learner.space(n_objects)
+    S = 2**n_objects
+    # The one Nexiom task loop: the machine, the test budget and the answer's scoring are the task's.
+    task = NexiomBatch(P, np.random.default_rng(seed), n_objects=n_objects, budget=max_tests)
+    rule_names = [r.name for r in task.rules]
+    if any(r not in rule_names for r, _ in worlds):
+        bad = next(r for r, _ in worlds if r not in rule_names)
+        raise ValueError(f"world rule {bad!r} is not one of the Nexiom task's rules {rule_names}")
+    true = torch.zeros(P, n_objects, dtype=torch.bool)
+    for i, (_, b) in enumerate(worlds):
+        true[i, list(b)] = True
+    task.reset(rule_idx=[rule_names.index(r) for r, _ in worlds], blickets=true)
+    ll = torch.zeros(P, space.n_hypotheses, dtype=torch.float64)
+    tested = torch.zeros(P, S, dtype=torch.bool)
+    ids = [f"{prefix}{i + 1:03d}" for i in range(P)]
+    judged = torch.zeros(P, dtype=torch.long)
+    log_rows: list[tuple[torch.Tensor, ...]] = []
+    bits = torch.arange(n_objects)
+    t = 0
+    while not bool(task.done.all()):
+        active = ~task.done
+        feats = step_features(space, ll, t, tested, learner.min_tests, ids)
+        with torch.no_grad():
+            lp = cm.log_probs(feats, th)
+        choice = (torch.full((P,), S) if t == max_tests
+                  else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1))
+        stop = active & (choice == S)
+        if bool(stop.any()):  # the judgement of those who stop now, from what they know now
+            with torch.no_grad():
+                jl = cm.judgement_log_probs(step_features(space, ll, 0, tested, learner.min_tests, ids), th)
+            judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
+        r, code = judged // S, judged % S
+        trial = ((choice[:, None] >> bits) & 1).to(torch.float64)
+        belief = ((code[:, None] >> bits) & 1).to(torch.float64)
+        action = torch.cat([trial, belief, stop.double()[:, None], r.double()[:, None]], 1)
+        obs, _, _, _ = task.step(action)
+        go = active & ~stop
+        lay = task.layout
+        lit = lay.get(obs, "lit")[:, 0]
+        log_rows.append((torch.nonzero(go).flatten(), task.tests[go].clone(), choice[go], lit[go] > 0.5))
+        upd = log_likelihood(space, trial[:, None], lit[:, None].double())
+        ll = torch.where(go[:, None], ll + upd, ll)
+        tested[go, choice[go]] = True
+        t += 1
+    rec = task.record()
+    who, num, codes, lits = (torch.cat(x).numpy() for x in zip(*log_rows, strict=True))
+    order = np.lexsort((num, who))
+    tests = pd.DataFrame({
+        "participant": np.asarray(ids)[who[order]], "test": num[order],
+        "objects_on": [tuple(np.flatnonzero((c >> np.arange(n_objects)) & 1).tolist()) for c in codes[order]],
+        "lit": lits[order].astype(bool), "seconds_since_previous": None, "possible": True},
+        columns=["participant", "test", "objects_on", "lit", "seconds_since_previous", "possible"])
+    parts = []
+    for i in range(P):
+        js = tuple(b for b in range(n_objects) if int(code[i]) >> b & 1)
+        tb = tuple(sorted(int(b) for b in worlds[i][1]))
+        parts.append({"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tb,
+                      "judged_blickets": js, "blickets_correct": bool(rec["blickets_correct"][i]),
+                      "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
+                      "n_tests": int(rec["n_tests"][i])})
+    return TrialData(pd.DataFrame(parts), tests, n_objects, [], f"simulate({cm.name})")

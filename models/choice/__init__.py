@@ -1,0 +1,81 @@
+"""Models of people's choices on the Blicket task, with an explicit registry.
+
+Every model shares the learner (exact beliefs, a fitted rule prior ``rho``), the stopping rule, the lapse and a
+judgement model (:mod:`.judgement`); they differ only in how they score the object sets (:mod:`.linear`,
+features in :mod:`.features`). ``REGISTRY`` maps each name to its model; ``get_model(name)`` looks one up, and
+adding a model is one entry here.
+
+=================  ===========================================================================================
+name               set preference (softmax over the 16 sets)
+=================  ===========================================================================================
+random             uniform
+naive              beta * [single object not yet tested alone]
+positive           beta * P(lit | set) -- positive testing (Klayman & Ha 1987): test where you expect a yes
+eig_softmax        beta * EIG
+eig_size           beta * EIG + gamma * |set|
+eig_sweep          beta * EIG + gamma * |set| + delta * sweep   (sweep chosen after seeing the shipped data)
+size               gamma * |set|                                 (ablation)
+sweep              delta * sweep                                 (ablation)
+size_sweep         gamma * |set| + delta * sweep                 (ablation)
+eig_plus_sweep     beta * EIG + delta * sweep                    (ablation)
+=================  ===========================================================================================
+"""
+
+from __future__ import annotations
+
+from .base import (
+    RULE_PARAMS,
+    STOP_PARAMS,
+    ChoiceModel,
+    Features,
+    JudgementModel,
+    LearnerConfig,
+    Param,
+    build_features,
+    step_features,
+)
+from .judgement import JUDGEMENT_MODELS, get_judgement
+from .linear import BETA_EIG, DELTA_SWEEP, GAMMA_SIZE, LinearChoice
+
+__all__ = ["REGISTRY", "ABLATIONS", "MAIN_MODELS", "get_model", "available_models", "ChoiceModel", "LinearChoice",
+           "JudgementModel", "JUDGEMENT_MODELS", "get_judgement", "Param", "Features", "LearnerConfig",
+           "build_features", "step_features", "STOP_PARAMS", "RULE_PARAMS"]
+
+REGISTRY: dict[str, ChoiceModel] = {
+    "random": LinearChoice("random", (), "object sets uniformly at random"),
+    "naive": LinearChoice("naive", (("untested_single", Param(
+        "beta", 1.0, 1.0, "exp", doc="log-preference for an untested single object")),),
+        "prefers single objects not yet tested on their own"),
+    "positive": LinearChoice("positive", (("p_lit", Param(
+        "beta", 1.0, 1.0, "exp", doc="inverse temperature on the predicted P(lit)")),),
+        "positive testing: softmax of the learner's predicted P(lit | set)"),
+    "eig_softmax": LinearChoice("eig_softmax", (("eig", BETA_EIG),), "softmax of exact EIG"),
+    "eig_size": LinearChoice("eig_size", (("eig", BETA_EIG), ("size", GAMMA_SIZE)), "EIG + set-size bias"),
+    "eig_sweep": LinearChoice("eig_sweep", (("eig", BETA_EIG), ("size", GAMMA_SIZE), ("sweep", DELTA_SWEEP)),
+                              "EIG + set-size bias + left-to-right sweep"),
+    "size": LinearChoice("size", (("size", GAMMA_SIZE),), "set-size bias only (ablation)"),
+    "sweep": LinearChoice("sweep", (("sweep", DELTA_SWEEP),), "left-to-right sweep only (ablation)"),
+    "size_sweep": LinearChoice("size_sweep", (("size", GAMMA_SIZE), ("sweep", DELTA_SWEEP)),
+                               "set size + sweep, no EIG (ablation)"),
+    "eig_plus_sweep": LinearChoice("eig_plus_sweep", (("eig", BETA_EIG), ("sweep", DELTA_SWEEP)),
+                                   "EIG + sweep, no size bias (ablation)"),
+}
+MAIN_MODELS = ("random", "naive", "positive", "eig_softmax", "eig_size", "eig_sweep")
+ABLATIONS = ("eig_softmax", "size", "sweep", "eig_size", "eig_plus_sweep", "size_sweep", "eig_sweep")
+
+
+def get_model(name: str | ChoiceModel, judgement: str | JudgementModel | None = None) -> ChoiceModel:
+    """The registered model ``name`` (or ``name`` itself if it is a ChoiceModel), optionally with another
+    judgement model (``"sample"`` or ``"softmax"``)."""
+    if isinstance(name, ChoiceModel):
+        cm = name
+    elif isinstance(name, str) and name in REGISTRY:
+        cm = REGISTRY[name]
+    else:
+        raise ValueError(f"unknown choice model {name!r}; available: {available_models()}")
+    return cm if judgement is None else cm.with_judgement(judgement)
+
+
+def available_models() -> list[str]:
+    """Names of the registered choice models."""
+    return sorted(REGISTRY)
