@@ -23,6 +23,8 @@ name                     trials / belief                                        
 ``eig``                  max exact EIG / MAP of the exact posterior (+ "did not end")       rule, count
 ``planner``              max expected reward over the next ``depth`` steps (default 1) /    rule, count
                          oracle marginals on the MAP side
+``rl``                   a ``causalplay train`` policy (``rl:path=DIR``; ``rl`` extra)       what it was trained
+                                                                                            on (history)
 =======================  ================================================================  ==================
 """
 
@@ -34,6 +36,7 @@ from .base import Agent, MemoryAgent, TaskInfo, map_side_belief
 from .bayesian import EIGAgent, PlannerAgent
 from .heuristics import BayesAgent, NaiveAgent, RandomAgent, SearchNaiveAgent, SearchRandomAgent
 from .notears import NotearsAgent
+from .rl import RLAgent
 from .paper import (
     PaperBayesAgent,
     PaperNaiveAgent,
@@ -47,14 +50,14 @@ __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "Agent", "MemoryAgent", "
            "EIGAgent",
            "PlannerAgent", "BayesAgent", "NaiveAgent", "RandomAgent", "SearchNaiveAgent", "SearchRandomAgent",
            "NotearsAgent", "PaperRandomAgent", "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent",
-           "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS"]
+           "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS", "RLAgent"]
 
 #: name -> class, in the benchmark's table order.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls
     for cls in (PaperRandomAgent, PaperBayesAgent, PaperNaiveAgent, PaperSearchRandomAgent, PaperSearchNaiveAgent,
                 PaperNotearsAgent, RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent,
-                NotearsAgent, EIGAgent, PlannerAgent)
+                NotearsAgent, EIGAgent, PlannerAgent, RLAgent)
 }
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
@@ -77,7 +80,9 @@ def parse_agent_spec(spec: str) -> tuple[str, dict]:
         try:
             kwargs[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            raise ValueError(f"agent option {opt!r} in {spec!r}: {value!r} is not a Python literal") from None
+            if not value or value[0] in "'\"([{" or any(c in value for c in "'\"") or any(c.isspace() for c in value):
+                raise ValueError(f"agent option {opt!r} in {spec!r}: {value!r} is not a Python literal") from None
+            kwargs[key] = value  # a bare string, e.g. rl:path=runs/rl/ppo-ff
     return name, kwargs
 
 

@@ -36,7 +36,7 @@ class Shard:
     @property
     def filename(self) -> str:
         # start and size are in the name: a shard from a run with other sizes is never mistaken for this one.
-        return (f"{self.env.replace('/', '_')}__{self.agent}__s{self.seed}__{self.index:05d}"
+        return (f"{self.env.replace('/', '_')}__{self.agent.replace('/', '_')}__s{self.seed}__{self.index:05d}"
                 f"__{self.start}+{self.size}.csv")
 
 
@@ -52,19 +52,21 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     from causalplay.envs import make_batch
 
     t0 = time.perf_counter()
-    env = make_batch(env_id, n_episodes, seed=[seed, shard], **(env_kwargs or {}))
+    agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
+    # an agent may ask for another observation mode (e.g. the RL agents' "history"); its row may carry a label
+    obs_mode = {"obs_mode": agent.obs_mode} if getattr(agent, "obs_mode", None) else {}
+    env = make_batch(env_id, n_episodes, seed=[seed, shard], **{**obs_mode, **(env_kwargs or {})})
     if env.n_context == 0 or not hasattr(env, "config"):
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
     obs = env.reset()
-    agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
     agent.reset(TaskInfo.from_env(env), obs)
     while not bool(env.done.all()):
         obs, _, _, _ = env.step(agent.act(obs, ~env.done))
     rec = env.record()
     episodes = np.arange(start, start + n_episodes)
     return pd.DataFrame({
-        "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],
+        "env": env_id, "agent": getattr(agent, "label", agent_name), "seed": seed, "episode": episodes, "template": rec["template"],
         "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
         **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
                                "episode_reward")},
