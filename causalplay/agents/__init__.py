@@ -36,7 +36,6 @@ from .base import Agent, MemoryAgent, TaskInfo, map_side_belief
 from .bayesian import EIGAgent, PlannerAgent
 from .heuristics import BayesAgent, NaiveAgent, RandomAgent, SearchNaiveAgent, SearchRandomAgent
 from .notears import NotearsAgent
-from .rl import RLAgent
 from .paper import (
     PaperBayesAgent,
     PaperNaiveAgent,
@@ -45,6 +44,7 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
+from .rl import RLAgent
 
 __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "Agent", "MemoryAgent", "TaskInfo", "map_side_belief",
            "EIGAgent",

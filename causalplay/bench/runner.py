@@ -66,7 +66,8 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     rec = env.record()
     episodes = np.arange(start, start + n_episodes)
     return pd.DataFrame({
-        "env": env_id, "agent": getattr(agent, "label", agent_name), "seed": seed, "episode": episodes, "template": rec["template"],
+        "env": env_id, "agent": getattr(agent, "label", agent_name), "seed": seed, "episode": episodes,
+        "template": rec["template"],
         "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
         **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
                                "episode_reward")},

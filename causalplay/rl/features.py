@@ -51,6 +51,7 @@ class FeatureMap:
             self._space = HypothesisSpace.build(make_spec(self.N, self.rules, blicket_prior=0.5),
                                                 dtype=torch.float64)
             self._sizes = self._space.sets.sum(-1).round().long()  # [S]
+            self._table = self._trial_table()
         self.n_rules = len(self.rules)
 
     @classmethod
@@ -69,10 +70,18 @@ class FeatureMap:
         extra = (self.N + (self.n_rules if self.n_rules > 1 else 0)) if self.belief else 0
         return self.obs_size + extra
 
-    def posterior(self, obs: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Exact blicket marginals ``[B, N]`` and rule marginals ``[B, R]`` from history observations."""
+    def _trial_table(self) -> torch.Tensor:
+        """``[2 * 2^N + 1, H]``: the log-likelihood of every (trial, outcome) from the core engine, then a zero
+        row for padding (row ``code`` = trial ``code`` stayed dark, ``2^N + code`` = it lit), built once."""
         from causalplay.exact import log_likelihood
 
+        sp, N = self._space, self.N
+        trials = ((torch.arange(2**N)[:, None] >> torch.arange(N)) & 1).to(sp.dtype)[:, None, :]  # [2^N, 1, N]
+        rows = [log_likelihood(sp, trials, torch.full((2**N, 1), float(lit), dtype=sp.dtype)) for lit in (0, 1)]
+        return torch.cat([*rows, torch.zeros(1, sp.n_hypotheses, dtype=sp.dtype)])
+
+    def posterior(self, obs: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact blicket marginals ``[B, N]`` and rule marginals ``[B, R]`` from history observations."""
         o = torch.as_tensor(np.asarray(obs), dtype=torch.float64)
         B, N, T = o.shape[0], self.N, self.T
         hist = self.layout.get(o, "history").reshape(B, T, N + 1)
@@ -80,7 +89,9 @@ class FeatureMap:
         shown = self.layout.get(o, "shown")[:, 0].round().long()
         mask = torch.arange(T)[None, :] < shown[:, None]
         sp = self._space
-        lw = sp.log_prior[None] + log_likelihood(sp, hist[..., :N] > 0.5, hist[..., N] > 0.5, mask)
+        code = ((hist[..., :N] > 0.5).long() << torch.arange(N)).sum(-1) + (hist[..., N] > 0.5).long() * 2**N
+        idx = torch.where(mask, code, 2 * 2**N)  # [B, T]; padding reads the zero row
+        lw = sp.log_prior[None] + torch.nn.functional.embedding_bag(idx, self._table, mode="sum")
         bad = (self._sizes[None, :] != count[:, None]).repeat(1, sp.n_rules)
         lw = lw.masked_fill(bad, -torch.inf)
         z = torch.logsumexp(lw, -1, keepdim=True)

@@ -43,9 +43,10 @@ EVAL_SEED = 900_000
 #: Default hyper-parameters per algorithm (override with ``TrainConfig.hyper``).
 DEFAULT_HYPER: dict[str, dict] = {
     "ppo": {"envs": 64, "n_steps": 64, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4, "gamma": 0.99,
-            "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256]},
+            "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "log_std_init": -1.0},
     "recurrent-ppo": {"envs": 64, "n_steps": 40, "batch_size": 640, "n_epochs": 4, "learning_rate": 3e-4,
-                      "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "lstm": 128},
+                      "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "lstm": 128,
+                      "log_std_init": -1.0},
     "td3": {"envs": 16, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
             "gamma": 0.99, "tau": 0.005, "gradient_steps": 2, "action_noise": 0.1, "net_arch": [256, 256, 256]},
     "ddpg": {"envs": 16, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
@@ -176,7 +177,8 @@ def build_model(cfg: TrainConfig, env):
     common = {"seed": cfg.seed, "device": "cpu", "verbose": 0, "gamma": hp["gamma"],
               "learning_rate": hp["learning_rate"], "batch_size": hp["batch_size"]}
     if cfg.agent in ("ppo", "recurrent-ppo"):
-        pk: dict = {"net_arch": {"pi": list(hp["net_arch"]), "vf": list(hp["net_arch"])}}
+        pk: dict = {"net_arch": {"pi": list(hp["net_arch"]), "vf": list(hp["net_arch"])},
+                    "log_std_init": hp["log_std_init"]}
         if cfg.agent == "recurrent-ppo":
             pk["lstm_hidden_size"] = hp["lstm"]
         return cls("MlpLstmPolicy" if cfg.recurrent else "MlpPolicy", env, n_steps=hp["n_steps"],
