@@ -203,3 +203,42 @@ def test_import_causalplay_stays_light():
             "print(any(m.startswith(('stable_baselines3', 'sb3_contrib')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_rl_table_smoke(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "analyses" / "rl_table.py"
+    spec = importlib.util.spec_from_file_location("rl_table", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["rl_table"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    cfg = mod.parse(["--smoke"])
+    cfg.out_root = str(tmp_path)
+    tab = mod.main(cfg)
+    out = tmp_path / "rl_table_smoke"
+    assert tab.row.tolist() == ["ppo-ff", "td3-re"]
+    assert tab.episodes.tolist() == [100, 100] and tab.steps.tolist() == [128, 128]
+    assert tab.set_index("row").loc["ppo-ff", "paper_episode_acc"] == 28.56
+    assert (out / "learning_curves.png").is_file() and (out / "cross_template.md").is_file()
+    assert "| ppo-ff | 1 | 128 |" in (out / "table.md").read_text()
+
+
+def test_bench_cli_names_rl_rows_and_refuses_a_clash(runs, tmp_path):
+    from typer.testing import CliRunner
+
+    from causalplay.cli import app
+
+    d = runs["ppo"]
+    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}", "--episodes", "10", "--seeds",
+                                   "1", "--executor", "serial", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "would share the table row 'ppo-ff'" in res.output
+    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={tmp_path}/missing", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "missing" in res.output
+    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}:name=again", "--episodes", "20",
+                                   "--seeds", "1", "--executor", "serial", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(tmp_path / "b" / "table.csv")
+    assert table.agent.tolist() == ["ppo-ff", "again"]
+    assert table.episode_acc.iloc[0] == table.episode_acc.iloc[1]  # same checkpoint, same episodes

@@ -26,6 +26,9 @@ class RLAgent(Agent):
         The training output folder (``--out`` of ``causalplay train``).
     which : {"best", "last"}
         Checkpoint to load.
+    name : str, optional
+        The benchmark row name (default: the run's config name, e.g. ``ppo-ff``); give one per checkpoint when
+        several runs share a config name (``rl:path=runs/rl/ppo-s1:name=ppo-ff-s1``).
     policy : causalplay.rl.train.Policy, optional
         An in-memory policy instead of ``path`` (used by training's own evaluation).
     """
@@ -34,7 +37,8 @@ class RLAgent(Agent):
     #: the observation mode the runner must build the task with
     obs_mode = "history"
 
-    def __init__(self, seed: int = 0, path: str | None = None, which: str = "best", policy=None):
+    def __init__(self, seed: int = 0, path: str | None = None, which: str = "best", name: str | None = None,
+                 policy=None):
         super().__init__(seed)
         if (path is None) == (policy is None):
             raise ValueError("the rl agent needs path=DIR (a `causalplay train` output folder), e.g. "
@@ -46,7 +50,9 @@ class RLAgent(Agent):
 
             policy = load_policy(path, which)
         self.policy = policy
-        self.label = policy.config.name
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"rl agent: name must be a non-empty string, got {name!r}")
+        self.label = name or policy.config.name
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         from causalplay.rl.features import FeatureMap

@@ -40,11 +40,23 @@ def bench(
     agent_names = [a.strip() for a in agents.split(",") if a.strip()]
     from causalplay.agents import parse_agent_spec
 
+    rows: dict[str, str] = {}
     for a in agent_names:
         try:
-            parse_agent_spec(a)
-        except ValueError as err:
+            base, opts = parse_agent_spec(a)
+            label = a
+            if base == "rl":  # its row is named from the run's config (or name=)
+                from causalplay.rl.train import read_config
+
+                if "path" not in opts:
+                    raise ValueError(f"{a!r}: the rl agent needs path=DIR (a `causalplay train` output folder)")
+                label = opts.get("name") or read_config(opts["path"]).name
+        except (ValueError, FileNotFoundError) as err:
             raise typer.BadParameter(str(err)) from None
+        if label in rows:
+            raise typer.BadParameter(f"agents {rows[label]!r} and {a!r} would share the table row {label!r}; "
+                                     "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
+        rows[label] = a
     horizons = {}
     for e in env_ids:
         try:
