@@ -43,10 +43,15 @@ class RLVecEnv(VecEnvWrapper):
         Append the exact posterior to the observation (see :class:`~causalplay.rl.features.FeatureMap`).
     window : int
         Episodes kept for the recent accuracy / return.
+    task : Task, optional
+        A task of the same id in history mode, for the layout and constants (default: built by ``venv``;
+        needed when ``venv`` is another SB3 ``VecEnv``, e.g. a ``DummyVecEnv`` of single envs).
     """
 
-    def __init__(self, venv, belief: bool = False, window: int = 1000):
-        task = venv._factory(1, [np.random.default_rng(0)])
+    def __init__(self, venv, belief: bool = False, window: int = 1000, task=None):
+        if task is None:
+            task = venv._factory(1, [np.random.default_rng(0)])
+        self.horizon = int(task.horizon)
         self.features = FeatureMap.for_task(task, belief)
         self.solve_reward = float(task.rewards.solve_reward)
         n_act = task.action_size

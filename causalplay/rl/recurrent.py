@@ -129,7 +129,7 @@ class RecurrentTD3:
         self.env, self.cfg, self.seed = env, config, int(seed)
         if env is not None:
             obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
-            horizon = env.venv._factory(1, [np.random.default_rng(0)]).horizon
+            horizon = env.horizon
         self.obs_dim, self.act_dim, self.T = int(obs_dim), int(act_dim), int(horizon)
         torch.manual_seed(self.seed)
         c = config
