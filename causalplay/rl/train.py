@@ -47,14 +47,14 @@ DEFAULT_HYPER: dict[str, dict] = {
     "recurrent-ppo": {"envs": 64, "n_steps": 40, "batch_size": 640, "n_epochs": 4, "learning_rate": 3e-4,
                       "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "lstm": 128,
                       "log_std_init": -1.0},
-    "td3": {"envs": 16, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
-            "gamma": 0.99, "tau": 0.005, "gradient_steps": 2, "action_noise": 0.1, "net_arch": [256, 256, 256]},
-    "ddpg": {"envs": 16, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
-             "gamma": 0.99, "tau": 0.005, "gradient_steps": 2, "action_noise": 0.1, "net_arch": [256, 256, 256]},
-    "recurrent-td3": {"envs": 16, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
+    "td3": {"envs": 64, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
+            "gamma": 0.99, "tau": 0.005, "gradient_steps": 1, "action_noise": 0.1, "net_arch": [256, 256, 256]},
+    "ddpg": {"envs": 64, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
+             "gamma": 0.99, "tau": 0.005, "gradient_steps": 1, "action_noise": 0.1, "net_arch": [256, 256, 256]},
+    "recurrent-td3": {"envs": 32, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
                       "batch_episodes": 64, "buffer_episodes": 20_000, "learning_starts": 5_000, "gradient_steps": 1,
                       "action_noise": 0.1},
-    "recurrent-ddpg": {"envs": 16, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
+    "recurrent-ddpg": {"envs": 32, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
                        "batch_episodes": 64, "buffer_episodes": 20_000, "learning_starts": 5_000,
                        "gradient_steps": 1, "action_noise": 0.1},
 }
@@ -269,8 +269,8 @@ def _check_resume(cfg: TrainConfig, out: Path) -> dict | None:
                                   "--out")
         return None
     old = json.loads(f.read_text())
-    mine = asdict(cfg)
-    diff = [k for k in mine if k not in ("steps",) and old.get(k) != mine[k]]
+    mine = {**asdict(cfg), "hp": cfg.hp}  # hp: the defaults in force then, so a changed default cannot slip in
+    diff = [k for k in mine if k not in ("steps",) and json.loads(json.dumps(mine[k])) != old.get(k)]
     if diff:
         what = ", ".join(f"{k}: {old.get(k)!r} vs {mine[k]!r}" for k in diff)
         raise ValueError(f"{str(out)!r} holds a run with a different config ({what}); pick another --out or the "
