@@ -1,5 +1,6 @@
 """PPO training throughput (env steps/s, collection + updates) on the native SB3 vector env vs SB3's
-``DummyVecEnv`` over single gymnasium envs, same PPO settings, measured side by side in one run.
+``DummyVecEnv`` over single gymnasium envs, same PPO settings, measured side by side in one run, per wall
+second and per CPU second of this process (the latter is what a shared, loaded machine cannot distort much).
 
 Usage: ``.venv/bin/python benchmarks/bench_rl.py [--steps 32768] [--envs 64] [--threads 1]
 [--out runs/bench_rl.json]``; prints JSON and writes it to ``--out``. Both envs see the ``history``
@@ -37,18 +38,19 @@ def ppo_steps_per_s(vec: str, steps: int, envs: int) -> dict:
     model = PPO("MlpPolicy", env, n_steps=hp["n_steps"], batch_size=hp["batch_size"], n_epochs=hp["n_epochs"],
                 policy_kwargs={"net_arch": {"pi": hp["net_arch"], "vf": hp["net_arch"]},
                                "log_std_init": hp["log_std_init"]}, seed=0, device="cpu")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model.learn(steps)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     # collection alone: the env stepped with random actions in the learner's space
     env.reset()
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     n = max(1, 20_000 // envs)
     for _ in range(n):
         env.step(torch.rand(envs, env.action_space.shape[0]).numpy() * 2 - 1)
-    env_only = n * envs / (time.perf_counter() - t1)
+    env_only, env_cpu = n * envs / (time.perf_counter() - t1), n * envs / (time.process_time() - c1)
     return {"vec": vec, "envs": envs, "steps": int(model.num_timesteps),
-            "train_steps_per_s": model.num_timesteps / wall, "env_only_steps_per_s": env_only}
+            "train_steps_per_s": model.num_timesteps / wall, "train_steps_per_cpu_s": model.num_timesteps / cpu,
+            "env_only_steps_per_s": env_only, "env_only_steps_per_cpu_s": env_cpu}
 
 
 def main() -> None:

@@ -162,6 +162,7 @@ def test_resume_continues_the_step_count(tmp_path, agent):
     train(tiny(agent, tmp_path / "run", steps=384), progress=False)
     prog = pd.read_csv(d / "progress.csv")
     assert prog.steps.tolist() == [128, 256, 384]
+    assert prog.train_episodes.is_monotonic_increasing and prog.train_episodes.iloc[-1] >= 3 * 8  # cumulative
     assert json.loads((d / "state.json").read_text())["num_timesteps"] == 384
     assert (d / ("last_buffer.npz" if agent.startswith("recurrent") else "last_buffer.pkl")).is_file()
     with pytest.raises(ValueError, match="different config .*seed: 0 vs 1"):

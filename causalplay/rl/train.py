@@ -342,9 +342,10 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
         if buf is not None and buf.name in ("last_buffer.pkl", "last_buffer.npz"):
             model.load_replay_buffer(buf)
         best, wall0 = float(saved["best_eval_reward"]), float(saved["wall_s"])
+        episodes0 = int(saved.get("train_episodes", 0))
     else:
         model = build_model(cfg, env)
-        best, wall0 = -math.inf, 0.0
+        best, wall0, episodes0 = -math.inf, 0.0, 0
         with open(out / "progress.csv", "w", newline="") as f:
             csv.writer(f).writerow(PROGRESS_COLUMNS)
     policy = Policy(model, cfg)
@@ -369,10 +370,10 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
                 tmp.replace(out / f"best{cfg.suffix}")
             wall = wall0 + time.perf_counter() - t0
             with open(out / "progress.csv", "a", newline="") as f:
-                csv.writer(f).writerow([model.num_timesteps, round(wall, 2), round(rate, 1), env.episodes, acc, r,
-                                        ev["episode_acc"], ev["episode_reward"], int(is_best)])
+                csv.writer(f).writerow([model.num_timesteps, round(wall, 2), round(rate, 1), episodes0 + env.episodes,
+                                        acc, r, ev["episode_acc"], ev["episode_reward"], int(is_best)])
             _save_last(model, cfg, out, {"num_timesteps": int(model.num_timesteps), "best_eval_reward": best,
-                                         "wall_s": wall})
+                                         "wall_s": wall, "train_episodes": episodes0 + env.episodes})
             plot_curves({cfg.name: out}, out / "learning_curve.png")
     finally:
         bar.bar.close()
