@@ -195,7 +195,7 @@ def test_cli_train_rejects_an_unknown_agent():
 
     from causalplay.cli import app
 
-    res = CliRunner().invoke(app, ["train", "--agent", "foo", "--out", "x"])
+    res = CliRunner(env={"COLUMNS": "400"}).invoke(app, ["train", "--agent", "foo", "--out", "x"])
     assert res.exit_code == 2 and "unknown agent 'foo'" in res.output
 
 
@@ -232,12 +232,13 @@ def test_bench_cli_names_rl_rows_and_refuses_a_clash(runs, tmp_path):
     from causalplay.cli import app
 
     d = runs["ppo"]
-    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}", "--episodes", "10", "--seeds",
+    cli = CliRunner(env={"COLUMNS": "400"})  # rich wraps error boxes to the terminal width
+    res = cli.invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}", "--episodes", "10", "--seeds",
                                    "1", "--executor", "serial", "--out", str(tmp_path / "b")])
     assert res.exit_code == 2 and "would share the table row 'ppo-ff'" in res.output
-    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={tmp_path}/missing", "--out", str(tmp_path / "b")])
+    res = cli.invoke(app, ["bench", "--agents", f"rl:path={tmp_path}/missing", "--out", str(tmp_path / "b")])
     assert res.exit_code == 2 and "missing" in res.output
-    res = CliRunner().invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}:name=again", "--episodes", "20",
+    res = cli.invoke(app, ["bench", "--agents", f"rl:path={d},rl:path={d}:name=again", "--episodes", "20",
                                    "--seeds", "1", "--executor", "serial", "--out", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output
     table = pd.read_csv(tmp_path / "b" / "table.csv")
