@@ -397,8 +397,8 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
         df = pd.read_csv(f)
         if df.empty:
             continue
-        axes[0].plot(df.steps, 100 * df.eval_acc, label=label)
-        axes[1].plot(df.steps, df.eval_reward, label=label)
+        axes[0].plot(df.steps, 100 * df.eval_acc, marker=".", label=label)
+        axes[1].plot(df.steps, df.eval_reward, marker=".", label=label)
     for ax, what in zip(axes, ("eval episode Acc %", "eval episode R"), strict=True):
         ax.set_xlabel("env steps")
         ax.set_ylabel(what)
