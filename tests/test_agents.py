@@ -234,8 +234,9 @@ def test_map_side_belief():
     np.testing.assert_allclose(map_side_belief(m, g, eps=0.01).numpy(), [[0.51, 0.49, 0.51, 0.9]])
 
 
-# notears fits are slow; llm needs an endpoint (tests/test_llm.py plays it against the local stub server)
-@pytest.mark.parametrize("name", [n for n in AGENTS if not n.startswith("notears") and n != "llm"])
+# notears fits are slow; llm needs an endpoint (tests/test_llm.py plays it against the local stub server);
+# rl needs a trained checkpoint (tests/test_rl.py)
+@pytest.mark.parametrize("name", [n for n in AGENTS if not n.startswith("notears") and n not in ("llm", "rl")])
 @pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v1"])
 def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)
@@ -313,6 +314,11 @@ def test_agent_specs_with_options():
     assert parse_agent_spec("planner:depth=two") == ("planner", {"depth": "two"})
     with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
         make_agent("planner:depth=two")
+    assert parse_agent_spec("rl:path=runs/rl/ppo-ff") == ("rl", {"path": "runs/rl/ppo-ff"})
+    with pytest.raises(ValueError, match="has unbalanced brackets"):
+        parse_agent_spec("planner:depth=[2")
+    with pytest.raises(ValueError, match="is not a valid Python literal"):
+        parse_agent_spec("planner:depth=[2+]")
 
 
 def test_eig_trial_does_not_depend_on_the_batch(one_thread):

@@ -40,6 +40,8 @@ name                     trials / belief                                        
                          oracle marginals on the MAP side
 ``llm``                  a language model's answers in IVRE's appendix-D dialogue (any      what the
                          OpenAI-compatible endpoint; ``llm:model=NAME``, docs/llm.md)       dialogue says
+``rl``                   a ``causalplay train`` policy (``rl:path=DIR``; ``rl`` extra)       what it was trained
+                                                                                            on (history)
 =======================  ================================================================  ==================
 """
 
@@ -60,20 +62,21 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
+from .rl import RLAgent
 from .transfer import TransferEIGAgent
 
 __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "split_agent_specs", "Agent", "MemoryAgent", "TaskInfo",
            "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent", "RandomAgent",
            "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent", "PaperBayesAgent",
            "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS",
-           "LLMAgent", "TransferEIGAgent"]
+           "LLMAgent", "TransferEIGAgent", "RLAgent", "agent_label"]
 
 #: name -> class, in the benchmark's table order.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls
     for cls in (PaperRandomAgent, PaperBayesAgent, PaperNaiveAgent, PaperSearchRandomAgent, PaperSearchNaiveAgent,
                 PaperNotearsAgent, RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent,
-                NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent)
+                NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent, RLAgent)
 }
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
@@ -174,6 +177,21 @@ def parse_agent_spec(spec: str) -> tuple[str, dict]:
             raise ValueError(f"agent option {key!r} is given twice in {spec!r}")
         kwargs[key] = _parse_value(value.strip(), opt, spec)
     return name, kwargs
+
+
+def agent_label(spec: str) -> str:
+    """The benchmark table row of an agent spec: the spec itself, except for ``rl:path=DIR``, whose row is named
+    by ``name=`` or else by the trained run's config (e.g. ``ppo-ff``); ``FileNotFoundError`` if DIR holds no run."""
+    base, opts = parse_agent_spec(spec)
+    if base != "rl":
+        return spec
+    if "path" not in opts:
+        raise ValueError(f"{spec!r}: the rl agent needs path=DIR (a `causalplay train` output folder)")
+    if opts.get("name"):
+        return str(opts["name"])
+    from causalplay.rl.train import read_config  # the rl extra; only for rl specs
+
+    return read_config(opts["path"]).name
 
 
 def make_agent(name: str, seed: int = 0, **kwargs) -> Agent:

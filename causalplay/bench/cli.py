@@ -162,13 +162,19 @@ def bench(
 
         return dag_cli(env_ids, [a.strip() for a in agents.split(",") if a.strip()], episodes, seeds, out,
                        notears_episodes)
-    from causalplay.agents import split_agent_specs
+    from causalplay.agents import agent_label, split_agent_specs
 
     try:
         agent_names = _merge("--agents", split_agent_specs(agents))  # commas inside quoted values do not split
+        rows: dict[str, str] = {}
         for a in agent_names:
             check_agent_spec(a)
-    except ValueError as err:
+            label = agent_label(a)
+            if label in rows:
+                raise ValueError(f"agents {rows[label]!r} and {a!r} would share the table row {label!r}; "
+                                 "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
+            rows[label] = a
+    except (ValueError, FileNotFoundError) as err:
         raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     try:
         check_executor(executor, workers or None, address or None)

@@ -42,12 +42,14 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     from causalplay.envs import make_batch
 
     t0 = time.perf_counter()
-    env = make_batch(env_id, n_episodes, seed=[seed, shard], **(env_kwargs or {}))
+    agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
+    # an agent may ask for another observation mode (e.g. the RL agents' "history"); its row may carry a label
+    obs_mode = {"obs_mode": agent.obs_mode} if getattr(agent, "obs_mode", None) else {}
+    env = make_batch(env_id, n_episodes, seed=[seed, shard], **{**obs_mode, **(env_kwargs or {})})
     if env.n_context == 0 or not hasattr(env, "config"):
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
     obs = env.reset()
-    agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
     agent.reset(TaskInfo.from_env(env), obs)
     while not bool(env.done.all()):
         obs, _, _, _ = env.step(agent.act(obs, ~env.done))
@@ -263,6 +265,11 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
             if own:
                 executor.shutdown()
         df = pd.concat([read_shard(folder, s, env_kwargs, __version__) for s in shards], ignore_index=True)
+        # Shards keep the spec (their manifests are checked against it); the table names rows by agent_label
+        # (an rl:path=DIR row is named after the trained run).
+        from causalplay.agents import agent_label
+
+        df["agent"] = df["agent"].map({a: agent_label(a) for a in agents})
         atomic_write(out / "episodes.csv", df.to_csv(index=False).encode())
     return df
 

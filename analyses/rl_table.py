@@ -1,0 +1,226 @@
+"""The IVRE / EST papers' RL rows beside ours: trained checkpoints scored by the benchmark, with budgets and curves.
+
+Usage::
+
+    .venv/bin/python analyses/rl_table.py                  # every run under runs/rl, 10^4 episodes each
+    .venv/bin/python analyses/rl_table.py --smoke          # tiny runs trained here, 2 x 50 episodes (tests)
+
+A single file in the CleanRL style: one :class:`Config` dataclass, one ``main``. It scores every
+``causalplay train`` folder under ``Config.runs`` (folders whose name ends in ``-s<seed>`` are training seeds of
+one row, e.g. ``ppo-ff-s0``, ``ppo-ff-s1``) with the benchmark (:func:`causalplay.bench.runner.run_benchmark`,
+spec ``rl:path=DIR:name=FOLDER``) on ``Config.env`` -- ``eval_seeds`` seeds x ``episodes / eval_seeds`` episodes
+each -- and writes under ``runs/<name>/``:
+
+* ``table.md`` / ``table.csv``: per row, training seeds, env steps trained, wall time, steps/s, context and
+  episode Acc / R (mean over training seeds; the 95% CI is over training seeds when there are >= 2, else over
+  evaluation seeds), the within-template **test fold** episode Acc (PHYRE-style split of the benchmark's
+  episodes), and the paper's row beside ours;
+* ``learning_curves.png``: every run's held-out eval curve in one figure;
+* ``cross_template.md``: the best row's checkpoints on ``Config.cross_env`` (trained on the disjunctive IVRE,
+  scored on the conjunctive variant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+IVRE, EST = "causalplay/IVRE-v0", "causalplay/EST-v1"
+
+#: The papers' RL rows (10^7 training steps, Tianshou): context Acc %, context R, episode Acc %, episode R.
+#: The EST paper reports episode Acc / R only (None for the context columns).
+PAPER: dict[tuple[str, str], tuple] = {
+    (IVRE, "ddpg-ff"): (22.47, -0.17, 32.47, -3.70),
+    (IVRE, "ddpg-re"): (13.55, -2.03, 46.03, -0.29),
+    (IVRE, "td3-re"): (12.57, -2.40, 36.83, -2.71),
+    (IVRE, "td3-ff"): (21.91, -0.42, 30.05, -4.48),
+    (IVRE, "ppo-ff"): (6.87, -3.87, 28.56, -5.85),
+    (EST, "ddpg-ff"): (None, None, 11.86, -8.73),
+    (EST, "ddpg-re"): (None, None, 8.51, -10.32),
+    (EST, "td3-ff"): (None, None, 6.39, -9.55),
+    (EST, "td3-re"): (None, None, 7.11, -11.60),
+    (EST, "ppo-ff"): (None, None, 2.70, -10.60),
+}
+
+
+@dataclass
+class Config:
+    """What to score and where to write it."""
+
+    name: str = "rl_table"
+    runs: str = "runs/rl"
+    env: str = IVRE
+    cross_env: str = "causalplay/IVRE-Conjunctive-v0"
+    episodes: int = 10_000
+    eval_seeds: int = 5
+    workers: int = 1
+    smoke: bool = False
+    #: smoke setting: tiny runs trained here (agent, steps) on tiny networks
+    smoke_runs: tuple = (("ppo", 128), ("recurrent-td3", 128))
+    out_root: str = "runs"
+    extra: dict = field(default_factory=dict)
+
+
+def row_of(folder: str) -> str:
+    """``ppo-ff-s2`` -> ``ppo-ff`` (training seeds of one row share it)."""
+    return re.sub(r"-s\d+$", "", folder)
+
+
+def train_smoke(cfg: Config, root: Path) -> None:
+    from causalplay.rl.train import TrainConfig, train
+
+    tiny = {"ppo": {"net_arch": [32], "n_steps": 16, "batch_size": 64, "n_epochs": 1},
+            "recurrent-td3": {"hidden": 32, "lstm": 16, "learning_starts": 64, "batch_episodes": 8,
+                              "buffer_episodes": 200}}
+    for agent, steps in cfg.smoke_runs:
+        folder = f"{agent.removeprefix('recurrent-')}-{'re' if agent.startswith('recurrent-') else 'ff'}-s0"
+        tc = TrainConfig(agent=agent, out=str(root / folder), env=cfg.env,
+                         steps=steps, seed=0, envs=8, eval_every=steps // 2, eval_episodes=20,
+                         hyper=tiny.get(agent, {}))
+        train(tc, progress=False)
+
+
+def runs_found(root: Path) -> dict[str, Path]:
+    """Folder name -> folder for every finished-at-least-once training run under ``root``."""
+    out = {}
+    for d in sorted(root.iterdir()) if root.exists() else ():
+        if (d / "config.json").is_file() and any(d.glob("best.*")):
+            out[d.name] = d
+    return out
+
+
+def score(cfg: Config, runs: dict[str, Path], env: str, out: Path) -> pd.DataFrame:
+    """Benchmark episodes of every run on ``env`` (``agent`` column = folder name)."""
+    from causalplay.bench.runner import make_executor, run_benchmark
+
+    per_seed = max(1, cfg.episodes // cfg.eval_seeds)
+    specs = [f"rl:path={d}:name={n}" for n, d in runs.items()]
+    return run_benchmark([env], specs, per_seed, range(cfg.eval_seeds), out, shard_size=per_seed,
+                         executor=make_executor("serial" if cfg.workers <= 1 else "process", cfg.workers),
+                         progress=not cfg.smoke)
+
+
+def summarise(cfg: Config, runs: dict[str, Path], df: pd.DataFrame) -> pd.DataFrame:
+    from causalplay.bench.metrics import mean_ci
+
+    rows = []
+    for row in dict.fromkeys(row_of(n) for n in runs):
+        folders = [n for n in runs if row_of(n) == row]
+        per_run = []
+        for n in folders:
+            g = df[df.agent == n]
+            prog = pd.read_csv(runs[n] / "progress.csv")
+            state = json.loads((runs[n] / "state.json").read_text())
+            per_seed = g.groupby("seed").agg(ca=("context_solved", "mean"), cr=("context_reward", "mean"),
+                                             ea=("episode_solved", "mean"), er=("episode_reward", "mean"))
+            test = g[g.split == "test"]
+            per_run.append({"steps": int(state["num_timesteps"]), "wall_s": float(state["wall_s"]),
+                            "best_step": int(prog.loc[prog.eval_reward.idxmax(), "steps"]),
+                            "episodes": len(g), "per_seed": per_seed, "test_acc": test.episode_solved.mean(),
+                            "test_n": len(test)})
+        rec = {"env": cfg.env, "row": row, "train_seeds": len(folders),
+               "steps": int(np.mean([r["steps"] for r in per_run])),
+               "wall_min": float(np.mean([r["wall_s"] for r in per_run])) / 60,
+               "steps_per_s": float(np.mean([r["steps"] / max(r["wall_s"], 1e-9) for r in per_run])),
+               "best_step": ",".join(str(r["best_step"]) for r in per_run),
+               "episodes": int(np.sum([r["episodes"] for r in per_run]))}
+        for key, col, scale in (("ca", "context_acc", 100), ("cr", "context_reward", 1),
+                                ("ea", "episode_acc", 100), ("er", "episode_reward", 1)):
+            if len(per_run) >= 2:  # CI over training seeds (each run's mean over its evaluation episodes)
+                m, h = mean_ci([float(r["per_seed"][key].mean()) * scale for r in per_run])
+            else:  # one training seed: CI over evaluation seeds
+                m, h = mean_ci((per_run[0]["per_seed"][key] * scale).tolist())
+            rec[col], rec[col + "_ci"] = m, h
+        rec["test_fold_acc"] = 100 * float(np.mean([r["test_acc"] for r in per_run]))
+        rec["test_fold_episodes"] = int(np.sum([r["test_n"] for r in per_run]))
+        paper = PAPER.get((cfg.env, row.removesuffix("-belief")), (None,) * 4) if not row.endswith("-belief") \
+            else (None,) * 4
+        rec.update(dict(zip(("paper_context_acc", "paper_context_reward", "paper_episode_acc",
+                             "paper_episode_reward"), paper, strict=True)))
+        rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def markdown(tab: pd.DataFrame, cfg: Config) -> str:
+    def pm(r, c):
+        return f"{r[c]:.2f} ± {r[c + '_ci']:.2f}"
+
+    def paper(v):
+        return "–" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.2f}"
+
+    lines = [f"{cfg.env}: ours (mean ± 95% CI) beside the paper's row (10^7 steps, Tianshou).", "",
+             "| row | train seeds | env steps | wall min | steps/s | ctx Acc % | ctx R | ep Acc % | ep R | "
+             "test-fold ep Acc % | paper ctx Acc | paper ctx R | paper ep Acc | paper ep R |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in tab.iterrows():
+        lines.append(f"| {r.row} | {r.train_seeds} | {r.steps:,} | {r.wall_min:.1f} | {r.steps_per_s:.0f} | "
+                     f"{pm(r, 'context_acc')} | {pm(r, 'context_reward')} | {pm(r, 'episode_acc')} | "
+                     f"{pm(r, 'episode_reward')} | {r.test_fold_acc:.2f} (n={r.test_fold_episodes}) | "
+                     f"{paper(r.paper_context_acc)} | {paper(r.paper_context_reward)} | "
+                     f"{paper(r.paper_episode_acc)} | {paper(r.paper_episode_reward)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(cfg: Config) -> pd.DataFrame:
+    from causalplay.rl.train import plot_curves
+
+    out = Path(cfg.out_root) / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    root = out / "train" if cfg.smoke else Path(cfg.runs)
+    if cfg.smoke:
+        train_smoke(cfg, root)
+    runs = runs_found(root)
+    if not runs:
+        raise SystemExit(f"no training runs (folders with config.json and best.*) under {root}")
+    t0 = time.perf_counter()
+    df = score(cfg, runs, cfg.env, out / "bench")
+    tab = summarise(cfg, runs, df)
+    tab.to_csv(out / "table.csv", index=False)
+    text = markdown(tab, cfg)
+    plot_curves({n: d for n, d in runs.items()}, out / "learning_curves.png")
+    # cross-template: the best non-belief row, trained on the disjunctive env, scored on the conjunctive one
+    pure = tab[~tab.row.str.endswith("-belief")]
+    best = (pure if len(pure) else tab).sort_values("episode_reward").iloc[-1].row
+    cross_runs = {n: d for n, d in runs.items() if row_of(n) == best}
+    cdf = score(cfg, cross_runs, cfg.cross_env, out / "bench_cross")
+    ctab = summarise(Config(**{**cfg.__dict__, "env": cfg.cross_env}), cross_runs, cdf)
+    cross = markdown(ctab, Config(**{**cfg.__dict__, "env": cfg.cross_env}))
+    (out / "cross_template.md").write_text(f"Trained on {cfg.env}, scored on {cfg.cross_env}:\n\n{cross}")
+    (out / "table.md").write_text(text)
+    print(text)
+    print(f"cross-template ({best}): trained on {cfg.env}, scored on {cfg.cross_env}\n{cross}")
+    print(f"scored in {time.perf_counter() - t0:.0f} s; written to {out}/")
+    return tab
+
+
+def parse(argv=None) -> Config:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    c = Config()
+    p.add_argument("--runs", default=c.runs)
+    p.add_argument("--env", default=c.env)
+    p.add_argument("--cross-env", default=c.cross_env)
+    p.add_argument("--episodes", type=int, default=c.episodes)
+    p.add_argument("--eval-seeds", type=int, default=c.eval_seeds)
+    p.add_argument("--workers", type=int, default=c.workers)
+    p.add_argument("--name", default=c.name)
+    p.add_argument("--smoke", action="store_true")
+    a = p.parse_args(argv)
+    cfg = Config(name=a.name, runs=a.runs, env=a.env, cross_env=a.cross_env, episodes=a.episodes,
+                 eval_seeds=a.eval_seeds, workers=a.workers, smoke=a.smoke)
+    if cfg.smoke:
+        cfg.episodes, cfg.eval_seeds, cfg.name = 100, 2, f"{cfg.name}_smoke"
+    return cfg
+
+
+if __name__ == "__main__":
+    import torch
+
+    torch.set_num_threads(1)
+    main(parse())

@@ -1,0 +1,59 @@
+"""``causalplay train``: train an RL agent (needs the ``rl`` extra; see ``docs/rl.md``)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+__all__ = ["register", "train_cmd"]
+
+
+def train_cmd(
+    agent: str = typer.Option(..., help="ppo, td3, ddpg, recurrent-ppo, recurrent-td3 or recurrent-ddpg."),
+    env: str = typer.Option("causalplay/IVRE-v0", help="A symbolic Blicket environment id."),
+    steps: int = typer.Option(1_000_000, help="Env steps to train (summed over the vector env's rows)."),
+    seed: int = typer.Option(0, help="Training seed (networks, exploration, training episodes)."),
+    out: str = typer.Option(..., help="Output folder (config.json, progress.csv, best/last checkpoints, PNG). "
+                                      "Running the same command again resumes a killed run."),
+    envs: int = typer.Option(0, help="Rows of the vector env (0: the algorithm's default)."),
+    obs: str = typer.Option("history", help="Observation: 'history' (count, padded history, last belief)."),
+    belief_input: bool = typer.Option(False, "--belief-input", help="Append the exact posterior's marginals."),
+    eval_every: int = typer.Option(50_000, help="Env steps between held-out evaluations and checkpoints."),
+    eval_episodes: int = typer.Option(1000, help="Held-out episodes per evaluation."),
+    name: str = typer.Option("", help="Row name in the benchmark (default e.g. ppo-ff, td3-re-belief)."),
+    hyper: str = typer.Option("{}", help='Hyper-parameter overrides as JSON, e.g. \'{"net_arch": [512, 512]}\'.'),
+    threads: int = typer.Option(1, help="Torch intra-op threads."),
+    progress: bool = typer.Option(True, help="Show the progress bar."),
+) -> None:
+    """Train an RL agent on the native vector env; keep the best checkpoint on held-out episodes."""
+    import importlib.util
+
+    if importlib.util.find_spec("stable_baselines3") is None:
+        raise typer.BadParameter("causalplay train needs the rl extra: pip install 'causalplay[rl]'")
+    from causalplay.rl.train import TrainConfig, set_threads, train
+
+    try:
+        hp = json.loads(hyper)
+    except json.JSONDecodeError as err:
+        raise typer.BadParameter(f"--hyper {hyper!r} is not JSON: {err}") from None
+    if not isinstance(hp, dict):
+        raise typer.BadParameter(f"--hyper must be a JSON object, got {hyper!r}")
+    try:
+        cfg = TrainConfig(agent=agent, out=out, env=env, steps=steps, seed=seed, envs=envs or None, obs=obs,
+                          belief_input=belief_input, eval_every=eval_every, eval_episodes=eval_episodes,
+                          name=name or None, hyper=hp)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    set_threads(threads)
+    try:
+        path = train(cfg, progress=progress)
+    except (ValueError, FileExistsError) as err:
+        raise typer.BadParameter(str(err)) from None
+    typer.echo(f"done: {cfg.name} in {path} (best.*, progress.csv, learning_curve.png); "
+               f"score it with: causalplay bench --agents rl:path={path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``train`` command to the ``causalplay`` CLI."""
+    app.command("train")(train_cmd)

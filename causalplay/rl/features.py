@@ -1,0 +1,114 @@
+"""What the learner sees: the task's ``"history"`` observation, optionally with the exact posterior appended.
+
+:class:`FeatureMap` is a pure function of the history observation (no hidden state), so training (through
+:class:`causalplay.rl.envs.RLVecEnv`) and evaluation (through :class:`causalplay.agents.rl.RLAgent`) compute
+the same features from the same observation.
+
+With ``belief=True`` (``causalplay train --belief-input``) the features end with the exact posterior's blicket
+marginals ``P(object i is a blicket | panels shown, announced count, task rules)`` (``N`` values) and, when the
+task allows more than one rule, the rule marginals (``R`` values). The posterior is the core engine's
+(:func:`causalplay.exact.log_likelihood` on the task's :class:`~causalplay.spec.HypothesisSpace`), uniform
+over blicket sets of the announced size and over the task's rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from causalplay.envs.task import ObsLayout
+
+__all__ = ["FeatureMap"]
+
+
+class FeatureMap:
+    """History observation ``[B, D]`` -> learner features ``[B, D (+ N (+ R))]`` (float32 numpy).
+
+    Parameters
+    ----------
+    n_objects, horizon : int
+        The task's ``N`` and ``T``.
+    rules : tuple of Rule
+        The task's rules (what its instructions tell every player).
+    layout : ObsLayout
+        The task's ``"history"`` layout (:func:`causalplay.envs.core.history_layout`).
+    belief : bool
+        Append the exact posterior marginals.
+    """
+
+    def __init__(self, n_objects: int, horizon: int, rules: tuple, layout: ObsLayout, belief: bool = False):
+        if "history" not in layout or "count" not in layout:
+            raise ValueError("RL features need the task's 'history' observation (obs_mode='history'); got fields "
+                             f"{[f.name for f in layout.fields]}")
+        self.N, self.T, self.layout, self.belief = int(n_objects), int(horizon), layout, bool(belief)
+        self.rules = tuple(rules)
+        self.obs_size = layout.size
+        self._space = None
+        if self.belief:
+            from causalplay.api import make_spec
+            from causalplay.spec import HypothesisSpace
+
+            self._space = HypothesisSpace.build(make_spec(self.N, self.rules, blicket_prior=0.5),
+                                                dtype=torch.float64)
+            self._sizes = self._space.sets.sum(-1).round().long()  # [S]
+            self._table = self._trial_table()
+        self.n_rules = len(self.rules)
+
+    @classmethod
+    def for_task(cls, task, belief: bool = False) -> FeatureMap:
+        """From a :class:`causalplay.envs.task.Task` (or :class:`causalplay.agents.TaskInfo`) in history mode."""
+        layout = getattr(task, "layout", None)
+        if layout is None:
+            from causalplay.envs.core import history_layout
+
+            layout = history_layout(task.n_objects, task.horizon)
+        return cls(task.n_objects, task.horizon, tuple(task.rules), layout, belief)
+
+    @property
+    def size(self) -> int:
+        """Length of one feature vector."""
+        extra = (self.N + (self.n_rules if self.n_rules > 1 else 0)) if self.belief else 0
+        return self.obs_size + extra
+
+    def _trial_table(self) -> torch.Tensor:
+        """``[2 * 2^N + 1, H]``: the log-likelihood of every (trial, outcome) from the core engine, then a zero
+        row for padding (row ``code`` = trial ``code`` stayed dark, ``2^N + code`` = it lit), built once."""
+        from causalplay.exact import log_likelihood
+
+        sp, N = self._space, self.N
+        trials = ((torch.arange(2**N)[:, None] >> torch.arange(N)) & 1).to(sp.dtype)[:, None, :]  # [2^N, 1, N]
+        rows = [log_likelihood(sp, trials, torch.full((2**N, 1), float(lit), dtype=sp.dtype)) for lit in (0, 1)]
+        return torch.cat([*rows, torch.zeros(1, sp.n_hypotheses, dtype=sp.dtype)])
+
+    def posterior(self, obs: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact blicket marginals ``[B, N]`` and rule marginals ``[B, R]`` from history observations."""
+        o = torch.as_tensor(np.asarray(obs), dtype=torch.float64)
+        B, N, T = o.shape[0], self.N, self.T
+        hist = self.layout.get(o, "history").reshape(B, T, N + 1)
+        count = self.layout.get(o, "count")[:, 0].round().long()
+        shown = self.layout.get(o, "shown")[:, 0].round().long()
+        mask = torch.arange(T)[None, :] < shown[:, None]
+        sp = self._space
+        code = ((hist[..., :N] > 0.5).long() << torch.arange(N)).sum(-1) + (hist[..., N] > 0.5).long() * 2**N
+        idx = torch.where(mask, code, 2 * 2**N)  # [B, T]; padding reads the zero row
+        lw = sp.log_prior[None] + torch.nn.functional.embedding_bag(idx, self._table, mode="sum")
+        bad = (self._sizes[None, :] != count[:, None]).repeat(1, sp.n_rules)
+        lw = lw.masked_fill(bad, -torch.inf)
+        z = torch.logsumexp(lw, -1, keepdim=True)
+        ok = torch.isfinite(z)  # a padded / impossible row (never in a real episode): uniform
+        w = torch.where(ok, (lw - torch.where(ok, z, 0.0)).exp(), 1.0 / lw.shape[-1])
+        w = w.reshape(B, sp.n_rules, sp.n_sets)
+        blickets = (w.sum(1) @ sp.sets).clamp(0.0, 1.0)
+        return blickets, w.sum(-1)
+
+    def __call__(self, obs: np.ndarray | torch.Tensor) -> np.ndarray:
+        o = np.asarray(obs.numpy() if isinstance(obs, torch.Tensor) else obs, dtype=np.float32)
+        if o.ndim != 2 or o.shape[1] != self.obs_size:
+            raise ValueError(f"expected history observations of shape (B, {self.obs_size}), got {o.shape}")
+        if not self.belief:
+            return o
+        blickets, rules = self.posterior(o)
+        parts = [o, blickets.numpy().astype(np.float32)]
+        if self.n_rules > 1:
+            parts.append(rules.numpy().astype(np.float32))
+        return np.concatenate(parts, 1)
