@@ -22,8 +22,10 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from multiprocessing.connection import wait as wait_for_sentinels
 from pathlib import Path
 
 __all__ = ["EXECUTORS", "EXTRAS", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor",
@@ -99,8 +101,20 @@ class ProcessExecutor(ProcessPoolExecutor):
         for p in procs:
             if p.is_alive():
                 p.terminate()
-        for p in procs:
-            p.join(timeout=5)
+        # The pool's manager thread also joins these processes. Its waitpid can reap a child while ours gets
+        # ECHILD, and then ``join``/``is_alive`` report "running" until that thread stores the exit code; so
+        # wait on the sentinels (readable once a child is gone, whoever reaps it), then until an exit code is
+        # known. A worker that outlives SIGTERM gets SIGKILL.
+        sentinels = {p.sentinel: p for p in procs}
+        # (waiting on no sentinels would sleep the whole timeout)
+        stubborn = set(sentinels) - set(wait_for_sentinels(list(sentinels), timeout=5)) if sentinels else set()
+        if stubborn:
+            for fd in stubborn:
+                sentinels[fd].kill()
+            wait_for_sentinels(list(stubborn), timeout=5)
+        deadline = time.monotonic() + 5
+        while any(p.exitcode is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def _call(fn: Callable, args: tuple, kwargs: dict):
