@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -140,7 +141,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
         spec = _transferred_spec(overhypothesis, hist.n_objects, rules=rules, rule_prior=rule_prior,
                                  blicket_prior=blicket_prior, n_blickets=n_blickets, noise=noise)
     else:
-        spec = WorldSpec.from_options(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
+        spec = _spec(hist.n_objects, rules, rule_prior, blicket_prior, n_blickets, noise)
     if choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
 
@@ -153,6 +154,21 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
             batch = HistoryBatch.from_histories([hist], spec.n_objects, dtype=dtype, device=space.device)
             log_w = log_posterior(space, batch, max_memory=budget)[0]
     return Beliefs(space, log_w, history=hist, max_memory=budget, threads=threads)
+
+
+def _spec(*options) -> WorldSpec:
+    """``WorldSpec.from_options(*options)``, memoised when the options are hashable (one-history calls in a
+    loop pass the same options every time; validating and building rules is a third of such a call)."""
+    try:
+        hash(options)
+    except TypeError:  # lists, dicts: build afresh
+        return WorldSpec.from_options(*options)
+    return _spec_memo(*options)
+
+
+@lru_cache(maxsize=32, typed=True)  # typed: noise=True must still be refused, not served as noise=1
+def _spec_memo(*options) -> WorldSpec:
+    return WorldSpec.from_options(*options)
 
 
 def _transferred_spec(post, n_objects: int, **given) -> WorldSpec:

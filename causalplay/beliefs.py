@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from ._validate import integer, single_thread
-from .eig import check_target, eig_bits
+from .eig import check_target, eig_bits, eig_one_joint
 from .exact import entropy_bits, observe
 from .history import History, parse_trial, parse_trials
 from .spec import HypothesisSpace
@@ -269,6 +269,10 @@ class Beliefs:
         :func:`causalplay.history.all_trials`). The predictive table of a candidate set is cached on the space.
         """
         with single_thread(self.threads):
+            if trials is None and target == "joint":  # the one-history hot path (infer(h).best_trial())
+                fast = eig_one_joint(self.space, self.log_w)
+                if fast is not None:
+                    return fast
             return self._batch.eig_all(trials, target)[0]
 
     def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from .spec import HypothesisSpace
@@ -146,6 +147,45 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     return out
 
 
+def eig_one_joint(space: HypothesisSpace, log_w: torch.Tensor) -> np.ndarray | None:
+    """Joint EIG in bits of all ``2**N - 1`` trials for ONE history (``log_w [H]``), or None when this fast
+    path does not apply (a rule that is not a threshold, or N > 10).
+
+    The same numbers as ``eig_bits(space, log_w[None], None)[0]`` (to rounding), for the one-history hot path
+    (``infer(h).best_trial()``): one matrix-vector product with the cached predictive table, transposed so
+    the product streams it row by row, then the entropy on numpy (a dozen torch dispatches on a 511-vector
+    cost more than their arithmetic).
+    """
+    const = _const_entropy(space)
+    if const is None or space.n_objects > 10:  # from N = 11 the general path's subset-sum transform is cheaper
+        return None
+    Pt = space._cache.get("lit_prob_T_all")
+    if Pt is None:
+        P = space.predictive(space.all_trials())
+        if space._cache.get(("lit_prob", "all")) is not P:  # too large to cache: the general path chunks
+            return None
+        Pt = space._cache["lit_prob_T_all"] = P.T.contiguous()
+    w = log_w.detach().exp()
+    p = torch.mv(Pt, w).cpu().numpy()[: 2**space.n_objects - 1]
+    np.clip(p, 0.0, 1.0, out=p)
+    q = 1.0 - p
+    tiny = np.finfo(p.dtype).tiny
+    h = np.log(np.maximum(p, tiny)) * p
+    h += np.log(np.maximum(q, tiny)) * q
+    h *= -1.0 / _LOG2
+    # H(Y | hypothesis) = sum_r P(r) H_b(noise_r) for threshold rules (0 without noise)
+    rule_mass = w.cpu().numpy().reshape(space.n_rules, -1).sum(-1)
+    h -= float(rule_mass @ const.cpu().numpy())
+    return np.maximum(h, 0.0, out=h)
+
+
+def _all_deterministic(space: HypothesisSpace) -> bool:
+    hit = space._cache.get("all_deterministic")
+    if hit is None:
+        hit = space._cache["all_deterministic"] = all(r.deterministic for r in space.rules)
+    return hit
+
+
 def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target: str,
                 max_elements: int) -> torch.Tensor:
     """EIG from the predictive table ``P [H, D]`` and probabilities ``w [B, H]``."""
@@ -153,7 +193,7 @@ def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target
     h_y = binary_entropy_bits(p_on)
     R, S, D = space.n_rules, space.n_sets, P.shape[1]
     if target == "joint" or (target == "blickets" and R == 1):
-        if all(r.deterministic for r in space.rules):
+        if _all_deterministic(space):
             return h_y
         const = _const_entropy(space)
         if const is not None:  # noisy thresholds: H_b(P) is H_b(noise_r) everywhere
@@ -209,9 +249,10 @@ def _threshold_layers(space: HypothesisSpace) -> list[int] | None:
     """``m`` of every rule (capped at ``C + 1``) when all rules are thresholds, else None."""
     from .rules import Threshold
 
-    if not all(isinstance(r, Threshold) for r in space.rules):
-        return None
-    return [min(r.m, space.max_count + 1) for r in space.rules]
+    if "threshold_layers" not in space._cache:
+        space._cache["threshold_layers"] = (None if not all(isinstance(r, Threshold) for r in space.rules)
+                                            else [min(r.m, space.max_count + 1) for r in space.rules])
+    return space._cache["threshold_layers"]
 
 
 def _eig_transform(space: HypothesisSpace, log_w: torch.Tensor, target: str, budget: int) -> torch.Tensor:

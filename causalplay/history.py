@@ -40,6 +40,11 @@ def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") 
 
     ``n_objects=None`` sizes the vector from the trial itself (vector length, or max index + 1).
     """
+    if n_objects is not None and type(objects) in (list, tuple):  # the common case, without ABC checks
+        if all(type(i) is int and 0 <= i < n_objects for i in objects) and len(set(objects)) == len(objects):
+            vec = np.zeros(n_objects, dtype=bool)
+            vec[list(objects)] = True
+            return vec
     if is_bool_vector(objects):
         vec = np.asarray(objects.cpu() if isinstance(objects, torch.Tensor) else objects, dtype=bool)
         if vec.ndim != 1:
@@ -76,6 +81,8 @@ def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") 
 
 
 def _parse_lit(lit, where: str) -> bool:
+    if type(lit) is bool:
+        return lit
     if isinstance(lit, (bool, np.bool_)):
         return bool(lit)
     if isinstance(lit, (int, np.integer)) and lit in (0, 1):
@@ -126,6 +133,8 @@ class History:
             raise TypeError(f"history must be a list of (objects, lit) pairs, got {items!r}")
         items = list(items)
         for t, item in enumerate(items):
+            if type(item) in (tuple, list) and len(item) == 2:  # the common case, without an ABC check
+                continue
             if not isinstance(item, Sequence) or isinstance(item, (str, bytes)) or len(item) != 2:
                 raise TypeError(f"history item {t} must be an (objects, lit) pair, got {item!r}")
         if n_objects is None:

@@ -105,7 +105,7 @@ class Rule:
         log_f, log_g = self.log_base(k)
         if self.noise == 0.0:
             return torch.stack([log_g, log_f])
-        keep = math.log1p(-self.noise)
+        keep = math.log1p(-self.noise) if self.noise < 1.0 else -math.inf  # noise = 1: the machine always flips
         flip = math.log(self.noise)
         return torch.stack([torch.logaddexp(keep + log_g, flip + log_f),
                             torch.logaddexp(keep + log_f, flip + log_g)])

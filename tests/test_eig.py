@@ -120,3 +120,42 @@ def test_single_history_eig_at_n16_is_bounded():
     assert b.eig([list(best)])[0] == pytest.approx(e.max(), abs=1e-12)
     sizes = all_trials(16).sum(1)
     assert len(best) == sizes[np.round(e, 12) == np.round(e.max(), 12)].min()
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.1])
+def test_one_history_fast_path_matches_brute_force(noise):
+    # Beliefs.eig() with no candidates takes eig_one_joint (cached table, numpy entropy): check it against
+    # the brute-force enumerator and the batched path, and that best_trial is the brute-force argmax.
+    from causalplay.eig import eig_bits, eig_one_joint
+
+    hist = [([0, 1], True), ([2], False), ([1, 3], noise == 0.0)]
+    b = causalplay.infer(hist, 4, blicket_prior=0.3, noise=noise)
+    assert eig_one_joint(b.space, b.log_w) is not None
+    ours = b.eig()
+    post = brute.posterior(hist, 4, RULES, p=0.3, noise=noise)
+    ref = np.array([brute.eig(post, np.flatnonzero(c).tolist(), "joint", noise) for c in all_trials(4)])
+    np.testing.assert_allclose(ours, ref, atol=1e-12)
+    np.testing.assert_allclose(ours, eig_bits(b.space, b.log_w[None], None)[0].numpy(), atol=1e-12)
+    top = np.flatnonzero(np.round(ref, 9) == np.round(ref, 9).max())
+    sizes = all_trials(4).sum(1)
+    assert b.best_trial() == tuple(np.flatnonzero(all_trials(4)[top[np.argmin(sizes[top])]]).tolist())
+
+
+def test_one_history_fast_path_scope():
+    from causalplay.eig import eig_bits, eig_one_joint
+
+    hist = [([0, 1], True), ([2], False)]
+    # three thresholds, count prior, N = 10: the fast path, equal to the general one
+    for kw in (dict(rules=("disjunctive", "conjunctive", "threshold3"), noise=0.1), dict(n_blickets=[1, 2]),
+               dict(noise=0.05)):
+        b = causalplay.infer(hist, 10, **kw)
+        fast = eig_one_joint(b.space, b.log_w)
+        np.testing.assert_allclose(fast, eig_bits(b.space, b.log_w[None], None, method="matmul")[0].numpy(),
+                                   atol=1e-12)
+    # a sigmoid rule (H_b(P) varies with the trial) and N = 11 go the general way
+    b = causalplay.infer(hist, 5, rules=("disjunctive", causalplay.Sigmoid(gain=2.0, bias=1.3)))
+    assert eig_one_joint(b.space, b.log_w) is None
+    np.testing.assert_allclose(b.eig(), eig_bits(b.space, b.log_w[None], None)[0].numpy(), atol=0)
+    b = causalplay.infer(hist, 11, noise=0.05)
+    assert eig_one_joint(b.space, b.log_w) is None
+    assert b.eig().shape == (2**11 - 1,)

@@ -202,3 +202,37 @@ def test_sigmoid_rule_closed_form():
                             blicket_prior=p)
     ev_sig, ev_dis = p * s(g * (1 - bias)) + (1 - p) * s(-g * bias), p
     assert both.rule_prob[f"sigmoid(gain={g:g},bias={bias:g})"] == pytest.approx(ev_sig / (ev_sig + ev_dis))
+
+
+def test_one_history_posterior_equals_batched_path():
+    # infer() sums per-trial rows on numpy (history_log_posterior); infer_batch goes through log_posterior.
+    rng = np.random.default_rng(11)
+    for noise in (0.0, 0.05):
+        for t in (0, 1, 6):
+            h = random_history(rng, 8, t, noise)
+            one = causalplay.infer(h, 8, noise=noise)
+            batch = causalplay.infer_batch([h], 8, noise=noise)
+            torch.testing.assert_close(one.log_w, batch.log_w[0], atol=1e-13, rtol=0)
+
+
+def test_inconsistent_one_history_raises_without_warnings(recwarn):
+    with pytest.raises(causalplay.InconsistentEvidenceError, match="no hypothesis explains"):
+        causalplay.infer([([0], True), ([0], False)], 3)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_noise_one_is_the_flipped_machine():
+    # noise = 1 flips every outcome: the same beliefs as noise 0 with every outcome negated (was a raw
+    # "math domain error")
+    h = [([0], True), ([1, 2], False), ([0, 2], True)]
+    flipped = [(t, not lit) for t, lit in h]
+    a = causalplay.infer(h, 3, noise=1.0)
+    b = causalplay.infer(flipped, 3, noise=0.0)
+    np.testing.assert_allclose(a.blicket_prob, b.blicket_prob, atol=1e-12)
+    assert a.rule_prob == pytest.approx(b.rule_prob, abs=1e-12)
+
+
+def test_memoised_spec_still_validates():
+    causalplay.infer([([0], True)], 3, noise=1)
+    with pytest.raises(TypeError, match="noise must be a probability"):
+        causalplay.infer([([0], True)], 3, noise=True)  # equal to 1 as a dict key; typed cache refuses it
