@@ -12,7 +12,7 @@ pytest.importorskip("alembic")
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
-from causalplay.serve.store import Base, Participant, TestRow, export_trials, open_db  # noqa: E402
+from causalplay.serve.store import Base, Participant, TrialRow, export_trials, open_db  # noqa: E402
 
 
 def _lit(rule: str, on, blickets) -> bool:
@@ -45,7 +45,7 @@ def _fill(engine, n: int = 8, seed: int = 0):
                 on = tuple(sorted(np.flatnonzero(rng.random(4) < 0.5).tolist()))
                 t += float(rng.integers(1, 20)) + 0.25
                 lit = _lit(rule, on, blickets)
-                s.add(TestRow(participant_id=p.id, test=j + 1, objects_on=" ".join(map(str, on)), lit=lit,
+                s.add(TrialRow(participant_id=p.id, test=j + 1, objects_on=" ".join(map(str, on)), lit=lit,
                            source="participant", created_at=t))
                 tests.append((on, lit, t))
             p.n_tests = len(tests)

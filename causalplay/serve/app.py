@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from . import render
-from .store import DEFAULT_DB, Participant, TestRow, log_event, open_db
+from .store import DEFAULT_DB, Participant, TrialRow, log_event, open_db
 from .tasks import ServedTask, assign_condition, episode_seed, get_task
 
 __all__ = ["ServeConfig", "create_app"]
@@ -236,7 +236,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
                     s.add(p)
                     s.flush()
                     for k, (on, lit) in enumerate(w.context, start=1):
-                        s.add(TestRow(participant_id=p.id, test=k, objects_on=_fmt_set(on), lit=lit,
+                        s.add(TrialRow(participant_id=p.id, test=k, objects_on=_fmt_set(on), lit=lit,
                                    source="context", created_at=p.consented_at))
                     p.n_tests = len(w.context)
                     log_event(s, p, "consent", slot=slot, condition=cond, code_source=source)
@@ -306,7 +306,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
                 raise HTTPProblem(409, f"All {task.max_tests} tests are used; please give your answer.")
             lit = task.outcome(p.condition, p.episode_seed, past, trial)
             p.n_tests += 1
-            s.add(TestRow(participant_id=p.id, test=p.n_tests, objects_on=_fmt_set(trial), lit=lit,
+            s.add(TrialRow(participant_id=p.id, test=p.n_tests, objects_on=_fmt_set(trial), lit=lit,
                        source="participant", created_at=time.time()))
             log_event(s, p, "test", test=p.n_tests, objects_on=list(trial), lit=lit)
             s.flush()

@@ -32,7 +32,7 @@ from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, Unique
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
-__all__ = ["Base", "Participant", "TestRow", "Event", "open_db", "make_engine", "upgrade", "export_trials",
+__all__ = ["Base", "Participant", "TrialRow", "Event", "open_db", "make_engine", "upgrade", "export_trials",
            "DEFAULT_DB", "PARTICIPANT_EXPORT_COLUMNS", "TEST_EXPORT_COLUMNS"]
 
 #: The default database: a SQLite file in the working folder.
@@ -74,10 +74,10 @@ class Participant(Base):
     judged_blickets: Mapped[str | None] = mapped_column(String(64), nullable=True)
     rule_choice: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
-    tests: Mapped[list[TestRow]] = relationship(back_populates="participant", order_by="TestRow.test")
+    tests: Mapped[list[TrialRow]] = relationship(back_populates="participant", order_by="TrialRow.test")
 
 
-class TestRow(Base):
+class TrialRow(Base):
     __tablename__ = "tests"
     __table_args__ = (UniqueConstraint("participant_id", "test", name="uq_tests_participant_test"),)
 
