@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from . import render
-from .store import DEFAULT_DB, Participant, TrialRow, log_event, open_db
+from .store import DEFAULT_DB, Participant, TrialRow, log_event, make_engine, open_db
 from .tasks import ServedTask, assign_condition, episode_seed, get_task
 
 __all__ = ["ServeConfig", "create_app"]
@@ -134,8 +134,13 @@ def _parse_objects(values: list[str], n: int, what: str) -> tuple[int, ...]:
 def create_app(config: ServeConfig | None = None) -> FastAPI:
     """The application for ``config`` (the database is migrated to the newest schema first)."""
     cfg = config or ServeConfig()
+    import torch
+
+    # The Task steps one row at a time: tensors of a few numbers, where extra intra-op threads only contend.
+    torch.set_num_threads(1)
     task: ServedTask = get_task(cfg.task)
     engine = open_db(cfg.db)
+    reader = make_engine(cfg.db, write=False) if engine.dialect.name == "sqlite" else engine
     templates = Jinja2Templates(directory=str(resources.files(__package__) / "templates"))
     templates.env.globals.update(render=render, task_name=task.name)
     app = FastAPI(title="causalplay serve", docs_url=None, redoc_url=None, openapi_url=None)
@@ -193,7 +198,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     def consent_page(request: Request, PROLIFIC_PID: str | None = None):
         if PROLIFIC_PID is not None and not PID_RE.match(PROLIFIC_PID):
             raise HTTPProblem(400, "PROLIFIC_PID must be 1-64 letters, digits, '-' or '_'.")
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             token = request.cookies.get(COOKIE)
             mine = s.scalars(select(Participant).where(Participant.session_token == token)).first() if token \
                 else None
@@ -253,7 +258,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
 
     @app.get("/check", response_class=HTMLResponse)
     def check_page(request: Request):
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             p = participant(s, request)
             if p.stage != "check":
                 return redirect(stage_url(p))
@@ -282,7 +287,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
 
     @app.get("/task", response_class=HTMLResponse)
     def task_page(request: Request):
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             p = participant(s, request)
             if p.stage != "task":
                 return redirect(stage_url(p))
@@ -318,7 +323,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
 
     @app.get("/judge", response_class=HTMLResponse)
     def judge_page(request: Request):
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             p = participant(s, request)
             if p.stage != "task":
                 return redirect(stage_url(p))
@@ -347,7 +352,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
 
     @app.get("/debrief", response_class=HTMLResponse)
     def debrief(request: Request):
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             p = participant(s, request)
             if p.stage != "done":
                 return redirect(stage_url(p))
@@ -368,7 +373,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     @app.get("/admin", response_class=HTMLResponse)
     def admin(request: Request):
         require_admin(request)
-        with Session(engine) as s, s.begin():
+        with Session(reader) as s, s.begin():
             ps = s.scalars(select(Participant).order_by(Participant.task, Participant.slot)).all()
             rows = [{"code": p.code, "task": p.task, "slot": p.slot, "condition": p.condition, "stage": p.stage,
                      "n_tests": sum(t.source == "participant" for t in p.tests),

@@ -108,8 +108,12 @@ def log_event(session: Session, participant: Participant | None, kind: str, **pa
                       payload=json.dumps(payload, sort_keys=True), created_at=time.time()))
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url`` with durable, concurrency-safe settings for SQLite (see the module docstring)."""
+def make_engine(url: str, *, write: bool = True) -> Engine:
+    """An engine for ``url`` with durable, concurrency-safe settings for SQLite (see the module docstring).
+
+    ``write=False`` gives an engine for read-only requests: on SQLite its transactions start with a plain
+    (deferred) ``BEGIN``, so pages are read from a WAL snapshot without waiting for the write lock.
+    """
     if not isinstance(url, str) or "://" not in url:
         raise ValueError(f"db must be an SQLAlchemy URL such as 'sqlite:///study.db' or "
                          f"'postgresql+psycopg://user@host/db', got {url!r}")
@@ -131,7 +135,7 @@ def make_engine(url: str) -> Engine:
         def _sqlite_begin(conn):
             # IMMEDIATE takes the write lock at the start, so two writers queue on busy_timeout instead of one
             # failing with "database is locked" when it upgrades a read transaction.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

@@ -120,6 +120,10 @@ class ServedTask:
 
     def world(self, condition: int, seed: int) -> World:
         """The episode of a participant in ``condition`` (an index of :attr:`conditions`) with ``seed``."""
+        return self._world(int(condition), int(seed))
+
+    @lru_cache(maxsize=4096)  # noqa: B019  (one ServedTask per name lives for the process; worlds are tiny)
+    def _world(self, condition: int, seed: int) -> World:
         cond = self.conditions[condition]
         task = self._start(cond, seed)
         blickets = tuple(int(i) for i in np.flatnonzero(task.blickets[0].numpy()))
