@@ -127,6 +127,12 @@ def test_browser_sessions_truth_hidden_and_export_row_by_row(browser, tmp_path):
                         .replace(b"PWB", b"PID").replace(b"PWC", b"PID")))
         return out
 
+    # no response before the judgement names the truth in any form the server knows it by
+    for pid in ("PWA", "PWB", "PWC"):
+        for _, url, _, body in before_judgement(logs[pid]):
+            for marker in (b"true_blickets", b"rule_idx", b"The blickets were", b"blickets were on it",
+                           b"episode_seed"):
+                assert marker not in body, (pid, url, marker)
     a, b = before_judgement(logs["PWA"]), before_judgement(logs["PWB"])
     assert len(a) >= 10 and all(s < 400 for _, _, s, _ in a)
     assert sum(u.endswith("/test") and m == "POST" for m, u, _, _ in a) == 2  # the htmx calls are in the record

@@ -19,6 +19,7 @@ submit at most ``rate_burst`` requests at once and ``rate_per_s`` per second aft
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import threading
@@ -140,7 +141,16 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     torch.set_num_threads(1)
     task: ServedTask = get_task(cfg.task)
     engine = open_db(cfg.db)
-    reader = make_engine(cfg.db, write=False) if engine.dialect.name == "sqlite" else engine
+    sqlite = engine.dialect.name == "sqlite"
+    reader = make_engine(cfg.db, write=False) if sqlite else engine
+    # SQLite has one writer at a time; queueing writers on a lock in this process wakes the next one at once,
+    # where SQLite's own busy handler polls with sleeps of up to 100 ms (long tails under load).
+    write_lock = threading.Lock() if sqlite else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def writing():
+        with write_lock, Session(engine) as s, s.begin():
+            yield s
     templates = Jinja2Templates(directory=str(resources.files(__package__) / "templates"))
     templates.env.globals.update(render=render, task_name=task.name)
     app = FastAPI(title="causalplay serve", docs_url=None, redoc_url=None, openapi_url=None)
@@ -225,7 +235,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
         code, source = (pid, "prolific") if pid else ("gen-" + secrets.token_hex(8), "generated")
         for _attempt in range(20):
             try:
-                with Session(engine) as s, s.begin():
+                with writing() as s:
                     if s.scalars(select(Participant.id).where(Participant.code == code)).first() is not None:
                         raise HTTPProblem(409, "This participant ID has already started the study; it can be "
                                                "taken only once.")
@@ -269,7 +279,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     @app.post("/check")
     def check(request: Request, how: str = Form(""), count: str = Form(""), when: str = Form("")):
         throttle(request)
-        with Session(engine) as s, s.begin():
+        with writing() as s:
             p = participant(s, request, lock=True)
             if p.stage != "check":
                 raise HTTPProblem(409, "The comprehension check was already passed.")
@@ -296,7 +306,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     @app.post("/test")
     def run_test(request: Request, seq: str = Form(""), objects: list[str] = Form([])):
         throttle(request)
-        with Session(engine) as s, s.begin():
+        with writing() as s:
             p = participant(s, request, lock=True)
             if p.stage != "task":
                 raise HTTPProblem(409, "Tests can only be run during the task.")
@@ -335,7 +345,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     @app.post("/judge")
     def judge(request: Request, blickets: list[str] = Form([]), rule: str = Form("")):
         throttle(request)
-        with Session(engine) as s, s.begin():
+        with writing() as s:
             p = participant(s, request, lock=True)
             if p.stage != "task":
                 raise HTTPProblem(409, "The answer was already given." if p.stage == "done"
