@@ -161,3 +161,30 @@ def test_browser_sessions_truth_hidden_and_export_row_by_row(browser, tmp_path):
     for pid in ("PWA", "PWB"):
         g = d.tests[d.tests["participant"] == pid]
         assert [tuple(o) for o in g["objects_on"]] == [(0, 1, 2, 3), ()] and list(g["lit"]) == [True, False]
+
+
+def test_browser_shows_refusals_of_htmx_requests(browser, tmp_path):
+    # A refused test (here: the rate limit, 429) is announced in the page's alert region, and the stored tests
+    # and the panel stay as they were.
+    with Server(f"sqlite:///{tmp_path / 'r.db'}", "nexiom", 0, None, "--rate", "0.01", "--burst", "4") as srv:
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.goto(f"{srv.url}/?PROLIFIC_PID=RL1")
+        page.get_by_label("I have read the information above and agree to take part.").check()
+        page.get_by_role("button", name="Start").click()
+        page.get_by_label("By putting objects on the machine and pressing Test").check()
+        page.get_by_label("Number of blickets").fill("2")
+        page.get_by_label(re.compile("Whenever I am ready")).check()
+        page.get_by_role("button", name="Continue").click()  # request 1 of the burst of 4
+        page.wait_for_url("**/task")
+        for k in (1, 2, 3):
+            page.check("#obj-0")
+            page.click("#test-button")
+            page.locator("#last-result").get_by_text(f"Test {k}:").wait_for()
+        assert page.locator("#htmx-problem").inner_text() == ""
+        page.check("#obj-1")
+        page.click("#test-button")
+        page.locator("#htmx-problem").get_by_text("Too many requests").wait_for()
+        assert page.locator("#last-result").inner_text().startswith("Test 3:")
+        assert page.get_by_role("heading", name="Your tests (3 of 16)").is_visible()
+        ctx.close()

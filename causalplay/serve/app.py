@@ -24,7 +24,7 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 
 from fastapi import FastAPI, Form, Request
@@ -79,7 +79,6 @@ class ServeConfig:
     new_sessions_burst: int = 60
     completion_url: str = ""
     secure_cookie: bool = False
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.admin_token:
