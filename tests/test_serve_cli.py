@@ -11,6 +11,9 @@ from typer.testing import CliRunner  # noqa: E402
 
 from causalplay.cli import app  # noqa: E402
 
+# a wide terminal: rich wraps error boxes to its width, which would split the messages checked below
+RUN = CliRunner(env={"COLUMNS": "400"})
+
 
 def test_import_causalplay_stays_light():
     code = ("import sys, causalplay, causalplay.cli, causalplay.serve; "
@@ -33,19 +36,19 @@ def test_export_command(tmp_path):
     c.post("/check", data={"how": "test", "count": "2", "when": "ready"})
     c.post("/test", data={"seq": "1", "objects": ["2", "3"]})
     c.post("/judge", data={"blickets": ["2", "3"], "rule": "conjunctive"})
-    r = CliRunner().invoke(app, ["export", "--db", db, "--out", str(tmp_path / "out")])
+    r = RUN.invoke(app, ["export", "--db", db, "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     assert "wrote 1 participants and 1 test rows" in r.output
     d = load_trials(tmp_path / "out", n_objects=4)
     assert d.ids == ["C1"] and d.tests["objects_on"].tolist() == [(2, 3)]
-    r = CliRunner().invoke(app, ["export", "--db", db, "--out", str(tmp_path / "o2"), "--task", "est"])
+    r = RUN.invoke(app, ["export", "--db", db, "--out", str(tmp_path / "o2"), "--task", "est"])
     assert r.exit_code != 0 and "causalplay/EST-v1" in r.output
-    r = CliRunner().invoke(app, ["export", "--db", "study.db", "--out", str(tmp_path / "o3")])
+    r = RUN.invoke(app, ["export", "--db", "study.db", "--out", str(tmp_path / "o3")])
     assert r.exit_code != 0 and "SQLAlchemy URL" in r.output
 
 
 def test_serve_command_rejects_bad_settings(tmp_path):
-    r = CliRunner().invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--task", "chess"])
+    r = RUN.invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--task", "chess"])
     assert r.exit_code != 0 and "task must be one of" in r.output
-    r = CliRunner().invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--admin-token", "short"])
+    r = RUN.invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--admin-token", "short"])
     assert r.exit_code != 0 and "at least 16 characters" in r.output
