@@ -39,7 +39,7 @@ def test_sigkill_mid_session_loses_nothing_acknowledged(tmp_path):
 
         def fire():
             # tests back to back until the server dies under us; an answered test is an acknowledged one
-            for k, on in enumerate(TRIALS[:12], start=1):
+            for k, on in enumerate(TRIALS, start=1):
                 try:
                     r = c.post("/test", data={"seq": str(k), "objects": [str(i) for i in on]})
                 except httpx.HTTPError as err:
@@ -49,17 +49,20 @@ def test_sigkill_mid_session_loses_nothing_acknowledged(tmp_path):
                     failures.append(str(r.status_code))
                     return
                 n, lit = _last_result(r.text)
-                assert n == k
+                if n != k:
+                    failures.append(f"test {k} answered as test {n}")
+                    return
                 acked.append((k, on, lit))
 
         th = threading.Thread(target=fire)
         th.start()
         t0 = time.monotonic()
-        while len(acked) < 3 and time.monotonic() - t0 < 20:
+        while len(acked) < 3 and time.monotonic() - t0 < 60:
             time.sleep(0.005)
         srv.kill()  # SIGKILL, most likely with a test in flight
         th.join(20)
-        assert 3 <= len(acked) < 12, (acked, failures)  # the kill did land mid-session
+        assert 3 <= len(acked) < len(TRIALS), (acked, failures)  # the kill did land mid-session
+        assert not failures or failures[0] in ("RemoteProtocolError", "ConnectError", "ReadError", "WriteError"), failures
 
         # the file is consistent and holds every acknowledged test (an unanswered one may or may not be there)
         con = sqlite3.connect(path)
