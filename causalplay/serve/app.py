@@ -31,7 +31,7 @@ from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -42,6 +42,7 @@ from .tasks import ServedTask, assign_condition, episode_seed, get_task
 __all__ = ["ServeConfig", "create_app"]
 
 COOKIE = "cp_session"
+_SLOT_LOCK = 0x6361_7573_616C  # advisory-lock key for slot assignment on Postgres ("causal")
 PID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -235,6 +236,10 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
         for _attempt in range(20):
             try:
                 with writing() as s:
+                    if engine.dialect.name == "postgresql":
+                        # Slots are counted, so concurrent consents must take turns (across server processes
+                        # too): a transaction-scoped advisory lock, released at commit.
+                        s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SLOT_LOCK})
                     if s.scalars(select(Participant.id).where(Participant.code == code)).first() is not None:
                         raise HTTPProblem(409, "This participant ID has already started the study; it can be "
                                                "taken only once.")
@@ -256,7 +261,8 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
                     log_event(s, p, "consent", slot=slot, condition=cond, code_source=source)
                 break
             except IntegrityError:
-                # Another session took this slot (or this code) at the same moment: look again.
+                # Another session took this slot or this code at the same moment (possible only where the
+                # database does not serialise consents): look again.
                 continue
         else:
             raise HTTPProblem(503, "The server is busy; please try again.")
