@@ -25,6 +25,6 @@ def demo(out: str = typer.Option("runs/demo", help="Folder for the demo's result
 
 
 # Each capability registers its own sub-command (bench, render, ...) when its module is present.
-for _module in ("causalplay.bench.cli", "causalplay.render.cli", "causalplay.rl.cli"):
+for _module in ("causalplay.bench.cli", "causalplay.render.cli", "causalplay.rl.cli", "causalplay.serve.cli"):
     if importlib.util.find_spec(_module.rsplit(".", 1)[0]) and importlib.util.find_spec(_module):
         importlib.import_module(_module).register(app)

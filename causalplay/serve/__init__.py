@@ -1,0 +1,31 @@
+"""``causalplay serve``: run the package's Blicket tasks with people in a browser (see ``docs/serve.md``).
+
+Needs the ``serve`` extra (FastAPI, uvicorn, Jinja2, SQLAlchemy 2, Alembic). Nothing here is imported by
+``import causalplay``; the CLI imports it when ``serve`` or ``export`` runs.
+
+* :mod:`~causalplay.serve.tasks` -- the served tasks (the package's own Tasks), conditions, counterbalancing;
+* :mod:`~causalplay.serve.store` -- the database tables, migrations, durable writes and the CSV export;
+* :mod:`~causalplay.serve.app` -- the web application (participant flow, admin pages);
+* :mod:`~causalplay.serve.render` -- the SVG pictures of objects and the machine.
+"""
+
+from __future__ import annotations
+
+__all__ = ["create_app", "ServeConfig", "export_trials", "open_db", "TASKS"]
+
+
+def __getattr__(name):
+    # Lazy: importing causalplay.serve (e.g. for TASKS) must not pull in FastAPI.
+    if name in ("create_app", "ServeConfig"):
+        from . import app
+
+        return getattr(app, name)
+    if name in ("export_trials", "open_db"):
+        from . import store
+
+        return getattr(store, name)
+    if name == "TASKS":
+        from .tasks import TASKS
+
+        return TASKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

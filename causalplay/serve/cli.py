@@ -1,0 +1,75 @@
+"""``causalplay serve`` and ``causalplay export`` (need the ``serve`` extra; see ``docs/serve.md``)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import typer
+
+__all__ = ["register", "serve_cmd", "export_cmd"]
+
+_DEFAULT_DB = "sqlite:///causalplay-serve.db"
+
+
+def _need_extra() -> None:
+    missing = [m for m in ("fastapi", "uvicorn", "jinja2", "sqlalchemy", "alembic") if importlib.util.find_spec(m)
+               is None]
+    if missing:
+        raise typer.BadParameter(f"this command needs the serve extra (missing {missing}): "
+                                 "pip install 'causalplay[serve]'")
+
+
+def serve_cmd(
+    db: str = typer.Option(_DEFAULT_DB, help="SQLAlchemy URL: sqlite:///file.db (default, in the working folder) "
+                                             "or postgresql+psycopg://user:password@host/dbname."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (127.0.0.1: this machine only)."),
+    port: int = typer.Option(8000, help="Port."),
+    task: str = typer.Option("nexiom", help="nexiom, ivre or est."),
+    seed: int = typer.Option(0, help="Design seed: counterbalanced condition order and every episode."),
+    admin_token: str = typer.Option("", envvar="CAUSALPLAY_ADMIN_TOKEN",
+                                    help="Token for /admin (>= 16 characters; random and printed when empty)."),
+    completion_url: str = typer.Option("", help="Link shown on the debrief page (e.g. Prolific's completion URL)."),
+    rate: float = typer.Option(5.0, help="Requests per second a session may submit after its burst."),
+    burst: int = typer.Option(10, help="Requests a session may submit at once."),
+) -> None:
+    """Serve a Blicket task to people in a browser; every event is stored before the page answers."""
+    _need_extra()
+    import uvicorn
+
+    from .app import ServeConfig, create_app
+
+    try:
+        cfg = ServeConfig(db=db, task=task, seed=seed, admin_token=admin_token, completion_url=completion_url,
+                          rate_per_s=rate, rate_burst=burst)
+        app = create_app(cfg)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    typer.echo(f"causalplay serve: task {app.state.task.env_id}, database {db}")
+    typer.echo(f"participants: http://{host}:{port}/?PROLIFIC_PID=<id>   admin: http://{host}:{port}/admin"
+               f"?token={cfg.admin_token}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+
+
+def export_cmd(
+    db: str = typer.Option(_DEFAULT_DB, help="SQLAlchemy URL of the serve database."),
+    out: str = typer.Option(..., help="Folder for participants.csv and tests.csv."),
+    task: str = typer.Option("", help="Task to export (nexiom, ivre, est or an env id) when the database holds "
+                                      "several."),
+    include_incomplete: bool = typer.Option(False, "--include-incomplete",
+                                            help="Also write sessions without a final judgement."),
+) -> None:
+    """Write a serve database as participants.csv / tests.csv (the schema causalplay.data.load_trials reads)."""
+    _need_extra()
+    from .store import export_trials
+    from .tasks import TASKS
+
+    try:
+        n_p, n_t = export_trials(db, out, task=TASKS.get(task, task) or None, include_incomplete=include_incomplete)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    typer.echo(f"wrote {n_p} participants and {n_t} test rows to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)
+    app.command("export")(export_cmd)
