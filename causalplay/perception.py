@@ -169,11 +169,15 @@ def sample_panels(n: int, rng: np.random.Generator, n_objects: Sequence[int] = (
     return frames, on, lit
 
 
-def render_panels(frames: Sequence[dict], renderer, progress: bool = False, chunk: int = 256) -> np.ndarray:
-    """Render canonical frames with a :class:`causalplay.render.Renderer`: uint8 ``[n, 120, 160, 3]``."""
+def render_panels(frames: Sequence[dict], renderer, progress: bool = False, chunk: int = 256,
+                  request: int = 64) -> np.ndarray:
+    """Render canonical frames with a :class:`causalplay.render.Renderer`: uint8 ``[n, 120, 160, 3]``.
+
+    ``chunk`` frames per progress line, ``request`` frames per worker request (keep ``request * seconds per
+    frame`` under the renderer's timeout: Cycles takes 1-2 s a frame on a loaded CPU)."""
     out = np.zeros((len(frames), HEIGHT, WIDTH, 3), np.uint8)
     for s in range(0, len(frames), chunk):
-        out[s:s + chunk] = np.stack(renderer.render_frames(frames[s:s + chunk]))
+        out[s:s + chunk] = np.stack(renderer.render_frames(frames[s:s + chunk], chunk=request))
         if progress:
             print(f"rendered {min(s + chunk, len(frames))}/{len(frames)}", flush=True)
     return out

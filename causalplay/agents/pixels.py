@@ -83,6 +83,8 @@ class EIGPixelsAgent(EIGAgent):
                              f"causalplay/EST-Pixels-v1), got a {type(obs).__name__} observation")
         super().reset(task, obs["frame"])
         self.readouts: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.soft_panels = torch.zeros(self.B, dtype=torch.long)  # per episode, for the benchmark's columns
+        self.rebuilt = torch.zeros(self.B, dtype=torch.long)
         self.excluded: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     # -- evidence ----------------------------------------------------------------------------------------------
@@ -144,6 +146,7 @@ class EIGPixelsAgent(EIGAgent):
             for p_on, p_lit in self.readouts:
                 log_w = log_w + self._soft_ll(p_on[b], p_lit[b], self.floor)
             self.post.log_w[b] = log_w - torch.logsumexp(log_w, 0)
+            self.rebuilt[b] += 1
         self.stats["rebuilt"] += len(rows)
 
     def _belief_step(self, obs: dict, active: torch.Tensor) -> torch.Tensor:
@@ -161,6 +164,7 @@ class EIGPixelsAgent(EIGAgent):
         soft = torch.nonzero(active & ~sure).flatten().tolist()
         if soft:
             self.stats["soft"] += len(soft)
+            self.soft_panels[soft] += 1
             # hard rows first (Posterior.update leaves inactive rows alone), then the unsure rows one by one
             self._update_soft(soft, p_on, p_lit, self.floor)
         if bool(hard.any()):
@@ -172,6 +176,10 @@ class EIGPixelsAgent(EIGAgent):
         code = self.post.map_code()
         self.last_code = code
         return code
+
+    def episode_columns(self) -> dict[str, object]:
+        """Per-episode counts for the benchmark: panels read as soft evidence, posterior rebuilds."""
+        return {"soft_panels": self.soft_panels.numpy().copy(), "rebuilt": self.rebuilt.numpy().copy()}
 
     def act(self, obs, active: torch.Tensor) -> torch.Tensor:
         if not isinstance(obs, dict) or "frame" not in obs:
