@@ -57,8 +57,9 @@ def test_config_bad_input():
 def test_train_then_bench_agent_sees_the_training_observation(tmp_path, agent, hyper):
     """A tiny run's checkpoint, played by the bench's rl agent, earns exactly what the same policy earns on the
     training env (PixelRLVecEnv) over the same episodes: the two build the same observations."""
-    from causalplay.bench.runner import run_episodes
     from causalplay.envs import make_batch
+
+    from causalplay.bench.runner import run_episodes
     from causalplay.rl.pixels import PixelRLVecEnv
     from causalplay.rl.train import load_policy, train
 
