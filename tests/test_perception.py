@@ -200,6 +200,22 @@ def test_bench_eig_pixels_matches_symbolic_eig():
         make_batch("causalplay/IVRE-Pixels-v0", 1, obs_mode="history")
 
 
+def test_augment_keeps_geometry_and_range():
+    mod = _analysis()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.zeros(8, 120, 160, 3, dtype=torch.uint8)
+    x[:, 50:60, 70:90] = 200  # one bright block
+    y = mod.augment(x, gen)
+    assert y.shape == x.shape and y.dtype == torch.uint8 and not torch.equal(x, y)
+    # gain in [0.7, 1.3] and shift in [-25, 25] (then a 3x3 blur that leaves the block's centre alone)
+    centre = y[:, 55, 80].float()
+    assert bool(((centre >= 200 * 0.7 - 25 - 1) & (centre <= 255)).all())
+    far = y[:, 5, 5].float()  # background 0 -> at most the shift
+    assert bool((far <= 25 + 1).all())
+    cfg = mod.parse(["--no-augment"])
+    assert cfg.augment is False and mod.parse([]).augment is True and mod.SMOKE.augment is False
+
+
 @needs_bpy
 def test_train_perception_smoke(tmp_path):
     mod = _analysis()
