@@ -85,11 +85,12 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
     **kwargs
         Override the id's keyword arguments (``rule``, ``noise``, ``n_blickets``, ``obs_mode``; ``budget`` for
-        Nexiom).
+        Nexiom; ``engine`` and ``cache_dir`` for the pixel ids, whose batch is a
+        :class:`causalplay.envs.pixels.PixelBatch`).
 
     Returns
     -------
-    BlicketBatch, NexiomBatch, CausalDAGBatch or OverhypothesisBatch
+    BlicketBatch, NexiomBatch, CausalDAGBatch, OverhypothesisBatch or PixelBatch
     """
     import numpy as np
 
@@ -98,6 +99,9 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
 
         return make_task({**_SEQUENCE_SPECS[env_id][2], **kwargs})(batch_size, np.random.default_rng(seed))
     if env_id not in _SPECS:
+        pixels = _pixel_module()
+        if pixels is not None and env_id in pixels.PIXEL_IDS:  # rendered by Blender on demand
+            return pixels.make_pixel_batch(env_id, batch_size, seed=seed, **kwargs)
         raise ValueError(f"unknown environment id {env_id!r}; expected one of "
                          f"{ENV_IDS + DAG_ENV_IDS + SEQUENCE_IDS}")
     from . import vector
@@ -109,6 +113,15 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
         env = CausalDAGEnv(**{**base, **({"adaptive": True} if entry.endswith("make_adaptive") else {}), **kwargs})
         return CausalDAGBatch(env.config, batch_size, np.random.default_rng(seed))
     return vector.task_factory(entry, {**base, **kwargs})(batch_size, np.random.default_rng(seed))
+
+
+def _pixel_module():
+    """``causalplay.envs.pixels`` when it is installed (it imports no Blender), else None."""
+    try:
+        from . import pixels
+    except ImportError:
+        return None
+    return pixels
 
 
 import importlib.util as _ilu

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from causalplay.render.renderer import Renderer
 from causalplay.render.scene import HEIGHT, WIDTH, make_frame
 
-__all__ = ["PIXEL_IDS", "PixelBlicketEnv", "shared_renderer"]
+__all__ = ["PIXEL_IDS", "PixelBlicketEnv", "PixelBatch", "make_pixel_batch", "shared_renderer"]
 
 #: pixel id -> the symbolic id it wraps
 PIXEL_IDS = {
@@ -155,6 +155,84 @@ class PixelBlicketEnv(gymnasium.Env):
     def close(self) -> None:
         # the renderer is shared; it is stopped with the process (or by whoever passed it in)
         self.symbolic.close()
+
+
+class PixelBatch:
+    """``B`` episodes of a pixel id stepped together: the symbolic batch whose observation is the rendered panel.
+
+    The benchmark's form of ``causalplay/IVRE-Pixels-v0`` and ``causalplay/EST-Pixels-v1`` (what
+    :func:`causalplay.envs.make_batch` returns for a pixel id). Dynamics, rewards, the episode record and seeding
+    are the symbolic batch's, so the same seed plays the same episodes as the symbolic id. The observation is a
+    dict of tensors: ``frame`` uint8 ``[B, 120, 160, 3]`` (the current panel of every running episode; black for
+    ended ones, which are not rendered) and ``count`` long ``[B]`` (the announced blicket count, told in the
+    instructions and not drawn). Only agents that read pixels (``reads_pixels = True``) can play it.
+
+    Parameters
+    ----------
+    symbolic : causalplay.envs.core.BlicketBatch
+        A panel-mode symbolic batch.
+    renderer : causalplay.render.Renderer
+    """
+
+    #: the benchmark checks this against the agent's ``reads_pixels``
+    pixels = True
+    layout = None
+
+    def __init__(self, symbolic, renderer: Renderer):
+        from causalplay.envs.sampling import OBJECT_POOL
+
+        if getattr(symbolic, "obs_mode", None) != "panel":
+            raise ValueError(f"PixelBatch wraps a panel-mode symbolic batch, got obs_mode = "
+                             f"{getattr(symbolic, 'obs_mode', None)!r}")
+        if not isinstance(renderer, Renderer):
+            raise TypeError(f"renderer: expected a causalplay.render.Renderer, got {type(renderer).__name__}")
+        self.symbolic, self.renderer = symbolic, renderer
+        self._pool = [dict(zip(("shape", "material", "color"), o, strict=True)) for o in OBJECT_POOL]
+        self.rendered = 0  # frames requested (cache hits included)
+
+    def __getattr__(self, name: str):
+        # config, rules, n_objects, n_context, horizon, rewards, B, done, t, record, oracle, ... are the symbolic's
+        if name == "symbolic":
+            raise AttributeError(name)
+        return getattr(self.symbolic, name)
+
+    def observation(self) -> dict:
+        s = self.symbolic
+        frames = np.zeros((s.B, HEIGHT, WIDTH, 3), np.uint8)
+        rows = np.flatnonzero(~s.done.numpy())
+        if len(rows):
+            k = s.current_panel().numpy()
+            objs, panels, lit = s.objects.numpy(), s.panels.numpy(), s.lit.numpy()
+            todo = [make_frame([self._pool[j] for j in objs[b]], panels[b, k[b]].tolist(), bool(lit[b, k[b]]))
+                    for b in rows]
+            frames[rows] = np.stack(self.renderer.render_frames(todo))
+            self.rendered += len(rows)
+        import torch
+
+        return {"frame": torch.from_numpy(frames), "count": s.n_blickets.clone()}
+
+    def reset(self, rows=None) -> dict:
+        self.symbolic.reset(rows)
+        return self.observation()
+
+    def step(self, action, *, check: bool = True):
+        _, reward, solved, truncated = self.symbolic.step(action, check=check)
+        return self.observation(), reward, solved, truncated
+
+
+def make_pixel_batch(env_id: str, batch_size: int, seed=None, engine: str = "workbench",
+                     cache_dir: str | os.PathLike | None = None, obs_mode: str = "panel", **kwargs) -> PixelBatch:
+    """The batched form of a pixel id (:class:`PixelBatch`) over :func:`causalplay.envs.make_batch` of its symbolic
+    id; ``engine`` and ``cache_dir`` pick the shared renderer, other keyword arguments go to the symbolic id."""
+    from causalplay.envs import make_batch
+
+    if env_id not in PIXEL_IDS:
+        raise ValueError(f"unknown pixel environment id {env_id!r}; expected one of {tuple(PIXEL_IDS)}")
+    if obs_mode != "panel":
+        raise ValueError(f"obs_mode = {obs_mode!r}: the batched pixel task shows the current panel only "
+                         "(obs_mode='panel'); agents keep their own memory")
+    return PixelBatch(make_batch(PIXEL_IDS[env_id], batch_size, seed=seed, **kwargs),
+                      shared_renderer(engine=engine, cache_dir=cache_dir))
 
 
 for _pid, _sid in PIXEL_IDS.items():

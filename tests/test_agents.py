@@ -235,8 +235,9 @@ def test_map_side_belief():
 
 
 # notears fits are slow; llm needs an endpoint (tests/test_llm.py plays it against the local stub server);
-# rl needs a trained checkpoint (tests/test_rl.py)
-@pytest.mark.parametrize("name", [n for n in AGENTS if not n.startswith("notears") and n not in ("llm", "rl")])
+# rl needs a trained checkpoint (tests/test_rl.py); eig-pixels plays pixel ids only (tests/test_perception.py)
+@pytest.mark.parametrize("name", [n for n in AGENTS
+                                  if not n.startswith("notears") and n not in ("llm", "rl", "eig-pixels")])
 @pytest.mark.parametrize("env_id", ["causalplay/IVRE-v0", "causalplay/EST-Conjunctive-v1"])
 def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)

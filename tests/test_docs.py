@@ -8,7 +8,8 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 # human-data.md's example is a full NUTS fit (~160 s here); its workflow runs in tests/test_fit_analysis.py
 # through the analysis script's smoke setting instead.
-PAGES = ["inference.md", "environments.md", "pixels.md", "llm.md", "overhypotheses.md", "serve.md"]
+PAGES = ["inference.md", "environments.md", "pixels.md", "perception.md", "llm.md", "overhypotheses.md",
+         "serve.md"]
 
 
 def blocks(page: str) -> list[str]:

@@ -42,6 +42,8 @@ name                     trials / belief                                        
                          OpenAI-compatible endpoint; ``llm:model=NAME``, docs/llm.md)       dialogue says
 ``rl``                   a ``causalplay train`` policy (``rl:path=DIR``; ``rl`` extra)       what it was trained
                                                                                             on (history)
+``eig-pixels``           a perception CNN reads each rendered panel; as ``eig`` on its        rule, count;
+                         readouts (pixel ids only; ``eig-pixels:perception=PATH``)          sees pixels
 =======================  ================================================================  ==================
 """
 
@@ -62,6 +64,7 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
+from .pixels import EIGPixelsAgent
 from .rl import RLAgent
 from .transfer import TransferEIGAgent
 
@@ -69,14 +72,14 @@ __all__ = ["AGENTS", "make_agent", "parse_agent_spec", "split_agent_specs", "Age
            "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent", "RandomAgent",
            "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent", "PaperBayesAgent",
            "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent", "PaperNotearsAgent", "PAPER_AGENTS",
-           "LLMAgent", "TransferEIGAgent", "RLAgent", "agent_label"]
+           "LLMAgent", "TransferEIGAgent", "RLAgent", "EIGPixelsAgent", "agent_label"]
 
 #: name -> class, in the benchmark's table order.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls
     for cls in (PaperRandomAgent, PaperBayesAgent, PaperNaiveAgent, PaperSearchRandomAgent, PaperSearchNaiveAgent,
                 PaperNotearsAgent, RandomAgent, BayesAgent, NaiveAgent, SearchRandomAgent, SearchNaiveAgent,
-                NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent, RLAgent)
+                NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent, RLAgent, EIGPixelsAgent)
 }
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.

@@ -50,11 +50,15 @@ class RLAgent(Agent):
 
             policy = load_policy(path, which)
         self.policy = policy
+        if getattr(policy.config, "pixels", False):  # trained on rendered panels: plays the pixel batch
+            self.obs_mode, self.reads_pixels = None, True
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"rl agent: name must be a non-empty string, got {name!r}")
         self.label = name or policy.config.name
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        if getattr(self, "reads_pixels", False):
+            return self._reset_pixels(task, obs)
         from causalplay.rl.features import FeatureMap
 
         super().reset(task, obs)
@@ -66,7 +70,39 @@ class RLAgent(Agent):
                              f"values; this task gives {self.features.size} (another object count or horizon?)")
         self.policy.reset(self.B)
 
+    def _reset_pixels(self, task: TaskInfo, obs: dict) -> None:
+        import numpy as np
+
+        from causalplay.rl.pixels import PixelHistory, pixel_obs_space
+
+        if not isinstance(obs, dict) or "frame" not in obs:
+            raise ValueError(f"rl agent {self.label!r} was trained on pixels ({self.policy.config.env}); play it "
+                             "on a pixel id")
+        super().reset(task, obs["frame"])
+        want = pixel_obs_space(task.horizon, task.n_objects)
+        have = getattr(self.policy.model, "observation_space", None)
+        if have is not None and have != want:
+            raise ValueError(f"rl agent {self.label!r} (trained on {self.policy.config.env}) expects {have}; this "
+                             f"task gives {want}")
+        self.hist = PixelHistory(self.B, task.horizon, task.n_objects)
+        self.hist.reset_rows(np.arange(self.B), obs["count"].numpy())
+        self.policy.reset(self.B)
+
+    def _act_pixels(self, obs: dict, active: torch.Tensor) -> torch.Tensor:
+        import numpy as np
+
+        from causalplay.rl.envs import to_env_action
+
+        rows = np.flatnonzero(active.numpy())
+        self.hist.push(rows, np.full(len(rows), self.t), obs["frame"].numpy()[rows])
+        self.t += 1
+        a = to_env_action(self.policy.act(self.hist.obs()))
+        self.hist.set_belief(np.arange(self.B), a[:, self.task.n_objects:])
+        return torch.from_numpy(a)
+
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        if getattr(self, "reads_pixels", False):
+            return self._act_pixels(obs, active)
         from causalplay.rl.envs import to_env_action
 
         self.t += 1

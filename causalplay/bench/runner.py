@@ -49,6 +49,10 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     if env.n_context == 0 or not hasattr(env, "config"):
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
+    if bool(getattr(env, "pixels", False)) != bool(getattr(agent, "reads_pixels", False)):
+        raise ValueError(f"agent {agent_name!r} cannot play {env_id}: " + (
+            "it is a pixel env; pick an agent that reads pixels (eig-pixels)" if getattr(env, "pixels", False)
+            else "that agent reads rendered panels; pick a pixel id (causalplay/IVRE-Pixels-v0, EST-Pixels-v1)"))
     obs = env.reset()
     agent.reset(TaskInfo.from_env(env), obs)
     while not bool(env.done.all()):

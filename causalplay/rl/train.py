@@ -59,6 +59,15 @@ DEFAULT_HYPER: dict[str, dict] = {
                        "gradient_steps": 1, "action_noise": 0.1},
 }
 
+#: Overrides of :data:`DEFAULT_HYPER` on a pixel id (``causalplay/IVRE-Pixels-v0``): a replay buffer of
+#: ``[3T, 60, 80]`` uint8 frame stacks costs ~144 kB per observation (x2 with the next one), and a CNN update is
+#: far dearer than an MLP one, so fewer rows, a small buffer and smaller batches on this CPU.
+PIXEL_HYPER: dict[str, dict] = {
+    "ppo": {"envs": 16, "n_steps": 64, "batch_size": 256},
+    "td3": {"envs": 16, "buffer_size": 4_000, "learning_starts": 1_000, "batch_size": 64},
+    "ddpg": {"envs": 16, "buffer_size": 4_000, "learning_starts": 1_000, "batch_size": 64},
+}
+
 PROGRESS_COLUMNS = ["steps", "wall_s", "steps_per_s", "train_episodes", "train_acc", "train_reward", "eval_acc",
                     "eval_reward", "best"]
 
@@ -74,7 +83,8 @@ class TrainConfig:
     out : str
         Output folder.
     env : str
-        A symbolic Blicket id (``causalplay/IVRE-v0``, ...).
+        A symbolic Blicket id (``causalplay/IVRE-v0``, ...) or a pixel id (``causalplay/IVRE-Pixels-v0``,
+        ``causalplay/EST-Pixels-v1``; ppo / td3 / ddpg only, :mod:`causalplay.rl.pixels`).
     steps : int
         Env steps to train (summed over the vector env's rows).
     seed : int
@@ -82,7 +92,8 @@ class TrainConfig:
         Rows of the vector env (``None``: the algorithm's default in :data:`DEFAULT_HYPER`).
     obs : {"history"}
         The observation the learner sees (the panel alone is not enough for a feed-forward agent, and the
-        recurrent agents read the same history so every row differs only in its algorithm).
+        recurrent agents read the same history so every row differs only in its algorithm). On a pixel id the
+        history is the stacked frames of the panels shown so far (:mod:`causalplay.rl.pixels`).
     belief_input : bool
         Append the exact posterior marginals (:class:`causalplay.rl.features.FeatureMap`).
     eval_every : int
@@ -112,10 +123,14 @@ class TrainConfig:
         if self.agent not in ALGOS:
             raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
         from causalplay.envs import ENV_IDS
+        from causalplay.envs.pixels import PIXEL_IDS
 
-        if self.env not in ENV_IDS or "Nexiom" in self.env:
+        if (self.env not in ENV_IDS and self.env not in PIXEL_IDS) or "Nexiom" in self.env:
             raise ValueError(f"unknown or unsupported environment id {self.env!r}; expected a Blicket id from "
-                             f"{[e for e in ENV_IDS if 'Nexiom' not in e]}")
+                             f"{[e for e in ENV_IDS if 'Nexiom' not in e] + list(PIXEL_IDS)}")
+        if self.pixels and (self.agent not in PIXEL_HYPER or self.belief_input):
+            raise ValueError(f"on a pixel id ({self.env}) the agent must be one of {list(PIXEL_HYPER)} without "
+                             f"--belief-input, got {self.agent!r}{' with --belief-input' if self.belief_input else ''}")
         if self.obs != "history":
             raise ValueError(f"obs must be 'history' (the panel alone hides the past from a feed-forward policy), "
                              f"got {self.obs!r}")
@@ -132,16 +147,25 @@ class TrainConfig:
         if self.name is None:
             algo = self.agent.removeprefix("recurrent-")
             self.name = f"{algo}-{'re' if ALGOS[self.agent][1] else 'ff'}{'-belief' if self.belief_input else ''}"
+            if self.pixels:
+                self.name = f"{algo}-v"
         if not self.name or any(c in self.name for c in ":,/ "):
             raise ValueError(f"name must be non-empty without ':', ',', '/' or spaces, got {self.name!r}")
 
     @property
     def hp(self) -> dict:
         """The hyper-parameters in force (defaults, then ``hyper``, then ``envs``)."""
-        hp = {**DEFAULT_HYPER[self.agent], **self.hyper}
+        hp = {**DEFAULT_HYPER[self.agent], **(PIXEL_HYPER[self.agent] if self.pixels else {}), **self.hyper}
         if self.envs is not None:
             hp["envs"] = self.envs
         return hp
+
+    @property
+    def pixels(self) -> bool:
+        """Whether ``env`` is a pixel id (rendered panels)."""
+        from causalplay.envs.pixels import PIXEL_IDS
+
+        return self.env in PIXEL_IDS
 
     @property
     def recurrent(self) -> bool:
@@ -181,14 +205,16 @@ def build_model(cfg: TrainConfig, env):
                     "log_std_init": hp["log_std_init"]}
         if cfg.agent == "recurrent-ppo":
             pk["lstm_hidden_size"] = hp["lstm"]
-        return cls("MlpLstmPolicy" if cfg.recurrent else "MlpPolicy", env, n_steps=hp["n_steps"],
+        policy = "MultiInputPolicy" if cfg.pixels else "MlpLstmPolicy" if cfg.recurrent else "MlpPolicy"
+        return cls(policy, env, n_steps=hp["n_steps"],
                    n_epochs=hp["n_epochs"], gae_lambda=hp["gae_lambda"], ent_coef=hp["ent_coef"], policy_kwargs=pk,
                    **common)
     from stable_baselines3.common.noise import NormalActionNoise
 
     n_act = env.action_space.shape[0]
     noise = NormalActionNoise(np.zeros(n_act), hp["action_noise"] * np.ones(n_act))
-    return cls("MlpPolicy", env, buffer_size=hp["buffer_size"], learning_starts=hp["learning_starts"],
+    policy = "MultiInputPolicy" if cfg.pixels else "MlpPolicy"
+    return cls(policy, env, buffer_size=hp["buffer_size"], learning_starts=hp["learning_starts"],
                tau=hp["tau"], train_freq=1, gradient_steps=hp["gradient_steps"], action_noise=noise,
                policy_kwargs={"net_arch": list(hp["net_arch"])}, **common)
 
@@ -335,7 +361,16 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     hp = cfg.hp
     start = int(saved["num_timesteps"]) if saved else 0
     # resumed rows are reseeded at the resume step, so they do not replay the episodes already trained on
-    env = make_train_env(cfg.env, hp["envs"], TRAIN_SEED_BASE + 10_000 * cfg.seed + start, belief=cfg.belief_input)
+    row_seed = TRAIN_SEED_BASE + 10_000 * cfg.seed + start
+    if cfg.pixels:
+        from causalplay.envs import make_batch
+
+        from .pixels import PixelRLVecEnv
+
+        # one generator for all rows (a pixel batch has no per-row seeding), still far from every bench seed
+        env = PixelRLVecEnv(make_batch(cfg.env, hp["envs"], seed=[row_seed, 1]))
+    else:
+        env = make_train_env(cfg.env, hp["envs"], row_seed, belief=cfg.belief_input)
     if saved:
         model = _load_model(cfg, out / f"last{cfg.suffix}", env=env)
         buf = next(iter(sorted(out.glob("last_buffer.*"))), None)
