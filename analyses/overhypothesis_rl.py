@@ -11,7 +11,8 @@ with 95% normal CIs, and the paired difference to ``eig-transfer`` (``fewer_tria
 
 ``python analyses/overhypothesis_rl.py --run ppo-re-belief=runs/oh_rl/ppo-re-belief --run ...`` writes
 ``runs/<name>/records.csv`` (appended after every agent), ``summary.csv``, ``summary.md``, ``by_machine.png``.
-``--smoke`` trains two tiny policies first (seconds) and scores them on a few sequences.
+``--smoke`` trains two tiny policies first (seconds) and scores them on a few sequences; ``--merge DIR ...``
+summarises runs scored apart (same seed, so the same sequences) together.
 """
 
 from __future__ import annotations
@@ -109,12 +110,25 @@ def run(cfg: Config) -> pd.DataFrame:
                       flush=True)
     finally:
         torch.set_num_threads(prev)
-    records = pd.concat(frames, ignore_index=True)
+    return write_summary(pd.concat(frames, ignore_index=True), out)
+
+
+def write_summary(records: pd.DataFrame, out: Path) -> pd.DataFrame:
+    """``summary.csv``, ``summary.md`` and ``by_machine.png`` of the records in ``out``."""
     summary = summarise_by_machine(records, reference=REFERENCE if REFERENCE in set(records.agent) else None)
     summary.to_csv(out / "summary.csv", index=False)
     (out / "summary.md").write_text(summary.round(3).to_string(index=False))
     figure(summary, out / "by_machine.png")
     return summary
+
+
+def merge(dirs: list[str], out: Path) -> pd.DataFrame:
+    """Summarise the ``records.csv`` of several runs (e.g. the EIG agents and the RL policies scored apart,
+    with the same seed and sequences) together in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    records = pd.concat([pd.read_csv(Path(d) / "records.csv") for d in dirs], ignore_index=True)
+    records.to_csv(out / "records.csv", index=False)
+    return write_summary(records, out)
 
 
 def main() -> None:
@@ -125,7 +139,12 @@ def main() -> None:
     ap.add_argument("--n-sequences", type=int)
     ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
     ap.add_argument("--no-eig", action="store_true", help="score only the RL runs")
+    ap.add_argument("--merge", nargs="+", metavar="RUN_DIR", help="summarise the records.csv of these run folders "
+                    "together into runs/<name>/")
     a = ap.parse_args()
+    if a.merge:
+        print(merge(a.merge, Path(Config.out) / (a.name or Config.name)).round(3).to_string(index=False))
+        return
     cfg = SMOKE if a.smoke else Config()
     runs = {}
     for r in a.run:
