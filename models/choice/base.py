@@ -46,7 +46,7 @@ from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
            "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
-           "transferred_rule_priors", "participant_rule_prior"]
+           "transferred_rule_priors", "participant_rule_prior", "rule_prior_table"]
 
 _LOG2 = math.log(2.0)
 LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
@@ -229,9 +229,10 @@ def transferred_rule_priors(data, learner: LearnerConfig = LearnerConfig()) -> d
     return dict(zip(ids, probs, strict=True))
 
 
-def _rule_prior_table(data, rule_prior) -> tuple[torch.Tensor, torch.Tensor]:
-    """``rule_prior`` (participant -> P(conj) or [P(disj), P(conj)]) -> ``[P, 2]`` probabilities and a mask."""
-    ids = list(data.ids)
+def rule_prior_table(ids, rule_prior: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rule_prior`` (participant -> P(conj) or [P(disj), P(conj)]) -> ``[P, 2]`` probabilities over the
+    participants ``ids`` and the mask of those named (the others get 0.5, unused)."""
+    ids = list(ids)
     unknown = [k for k in rule_prior if k not in set(ids)]
     if unknown:
         raise ValueError(f"rule_prior names participant(s) {unknown[:5]} that are not in the data")
@@ -274,7 +275,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
     N = data.n_objects
     if rule_prior is None and learner.transfer:
         rule_prior = transferred_rule_priors(data, learner)
-    rp_table, rp_mask = _rule_prior_table(data, rule_prior) if rule_prior is not None else (None, None)
+    rp_table, rp_mask = rule_prior_table(data.ids, rule_prior) if rule_prior is not None else (None, None)
     space = learner.space(N)
     cands = _codes_to_sets(N)
     n_sets = cands.shape[0]
