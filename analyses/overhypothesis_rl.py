@@ -118,8 +118,25 @@ def write_summary(records: pd.DataFrame, out: Path) -> pd.DataFrame:
     summary = summarise_by_machine(records, reference=REFERENCE if REFERENCE in set(records.agent) else None)
     summary.to_csv(out / "summary.csv", index=False)
     (out / "summary.md").write_text(summary.round(3).to_string(index=False))
+    (out / "table.md").write_text(table(summary))
     figure(summary, out / "by_machine.png")
     return summary
+
+
+def table(summary: pd.DataFrame) -> str:
+    """Markdown: one row per (condition, agent, measure), machines as columns, ``mean [95% CI]``."""
+    K = int(summary.machine.max())
+    head = "| condition | agent | measure | " + " | ".join(f"machine {k}" for k in range(1, K + 1)) + " |"
+    lines = [head, "|" + "---|" * (K + 3)]
+    for (rp, agent), g in summary.groupby(["rule_per", "agent"], sort=False):
+        g = g.sort_values("machine")
+        cond = "rule per sequence" if rp == "sequence" else "rule per machine (control)"
+        for col, what, fmt in (("trials_to_solve", "trials to solve", ".2f"), ("solved", "solved", ".3f"),
+                               ("episode_reward", "episode R", ".2f")):
+            cells = [f"{m:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]" for m, lo, hi in
+                     zip(g[col], g[f"{col}_lo"], g[f"{col}_hi"], strict=True)]
+            lines.append(f"| {cond} | {agent} | {what} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def merge(dirs: list[str], out: Path) -> pd.DataFrame:

@@ -117,6 +117,11 @@ def test_summary_by_machine_against_hand_means():
     x = df[df.machine == 2].trials_to_solve.to_numpy(float)
     assert row.trials_to_solve == pytest.approx(x.mean())
     assert row.trials_to_solve_hi - row.trials_to_solve == pytest.approx(1.96 * x.std(ddof=1) / np.sqrt(6))
+    # Wilson interval of the solve rate, by hand for k of n
+    k, n = int(df[df.machine == 2].solved.sum()), 6
+    p, z = k / n, 1.96
+    c, h = (p + z * z / 12) / (1 + z * z / 6), z * np.sqrt(p * (1 - p) / 6 + z * z / 144) / (1 + z * z / 6)
+    assert (row.solved_lo, row.solved_hi) == pytest.approx((max(0, c - h), min(1, c + h)))
     # the same agent and seed replay the same machines and actions: the paired difference is exactly 0
     same = s[s.agent == "random2"]
     assert (same.fewer_trials == 0).all() and (same.gain_R == 0).all()
