@@ -75,6 +75,7 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
                         marker="o", capsize=3, label=agent)
         ax.set_title("rule per sequence (task)" if rp == "sequence" else "rule per machine (control)")
         ax.set_xlabel("machine in the sequence")
+        ax.set_xticks(sorted(summary.machine.unique()))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("trials to solve (11 = unsolved), 95% CI")
     axes[0].legend(fontsize=7)
