@@ -93,7 +93,7 @@ def run(cfg: Config) -> pd.DataFrame:
     if not runs and not cfg.eig_agents:
         raise ValueError("nothing to score: give runs (name -> causalplay train folder) and/or eig_agents")
     for name, d in runs.items():
-        if not (Path(d) / "config.json").is_file():
+        if not (Path(d.split(":")[0]) / "config.json").is_file():  # DIR[:which=last]
             raise FileNotFoundError(f"run {name!r}: {d!r} is not a `causalplay train` output folder")
     (out / "config.json").write_text(json.dumps({**dataclasses.asdict(cfg), "runs": runs}, indent=2))
     specs = [(f"rl:path={d}:name={n}", n) for n, d in runs.items()] + [(a, a) for a in cfg.eig_agents]
@@ -152,7 +152,8 @@ def merge(dirs: list[str], out: Path) -> pd.DataFrame:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--run", action="append", default=[], metavar="NAME=DIR", help="a causalplay train folder")
+    ap.add_argument("--run", action="append", default=[], metavar="NAME=DIR[:which=last]",
+                    help="a causalplay train folder (its best checkpoint, or the last with :which=last)")
     ap.add_argument("--name")
     ap.add_argument("--n-sequences", type=int)
     ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
