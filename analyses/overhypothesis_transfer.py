@@ -29,10 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 
 import causalplay
-from causalplay.agents import TaskInfo, make_agent
+from causalplay.bench.sequences import run_sequences, summarise_by_machine
 
 
 @dataclass
@@ -139,48 +138,14 @@ def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmu
 
 
 def play(cfg: Config, agent: str, rule_per: str) -> pd.DataFrame:
-    B = cfg.n_sequences
-    rngs = [np.random.default_rng([cfg.seed, i]) for i in range(B)]
-    task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=cfg.n_episodes, rule_per=rule_per)
-    obs = task.reset()
-    ag = make_agent(agent, seed=cfg.seed)
-    ag.reset(TaskInfo.from_env(task), obs)
-    t0 = time.perf_counter()
-    while not bool(task.done.all()):
-        obs, *_ = task.step(ag.act(obs, ~task.done))
-    rec = task.record()
-    K = cfg.n_episodes
-    return pd.DataFrame({
-        "agent": agent, "rule_per": rule_per, "sequence": np.repeat(np.arange(B), K),
-        "machine": np.tile(np.arange(K), B), "rule": rec["rule"].reshape(-1),
-        "n_blickets": rec["n_blickets"].reshape(-1),
-        "trials_to_solve": rec["trials_to_solve"].reshape(-1), "solved": rec["episode_solved"].reshape(-1),
-        "episode_reward": rec["episode_reward"].reshape(-1), "seconds": (time.perf_counter() - t0) / B})
-
-
-def _ci(x: np.ndarray) -> tuple[float, float, float]:
-    m = float(np.mean(x))
-    h = 1.96 * float(np.std(x, ddof=1)) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
-    return m, m - h, m + h
+    """One agent on ``cfg.n_sequences`` sequences (rows seeded ``[cfg.seed, i]``), one row per machine."""
+    return run_sequences(agent, cfg.n_sequences, cfg.seed, rule_per=rule_per, n_episodes=cfg.n_episodes,
+                         label=agent)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """Means with 95% CIs by (rule_per, agent, machine), and paired gains over the baseline."""
-    out = []
-    for (rp, agent, k), g in df.groupby(["rule_per", "agent", "machine"], sort=True):
-        row = {"rule_per": rp, "agent": agent, "machine": k + 1, "n": len(g)}
-        for col in ("trials_to_solve", "episode_reward", "solved"):
-            m, lo, hi = _ci(g[col].to_numpy(float))
-            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
-        base = df[(df.rule_per == rp) & (df.agent == BASELINE) & (df.machine == k)].set_index("sequence")
-        if agent != BASELINE and len(base):
-            gi = g.set_index("sequence").loc[base.index]
-            for col, sign in (("trials_to_solve", -1), ("episode_reward", 1)):
-                m, lo, hi = _ci(sign * (gi[col].to_numpy(float) - base[col].to_numpy(float)))
-                name = "fewer_trials" if col == "trials_to_solve" else "gain_R"
-                row.update({name: m, f"{name}_lo": lo, f"{name}_hi": hi})
-        out.append(row)
-    return pd.DataFrame(out)
+    return summarise_by_machine(df, reference=BASELINE if BASELINE in set(df.agent) else None)
 
 
 def figure(summary: pd.DataFrame, path: Path) -> None:

@@ -53,7 +53,7 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
 
 
 def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, learner: LearnerConfig | None = None,
-             seed: int = 0, max_tests: int = 30, prefix: str = "S"):
+             seed: int = 0, max_tests: int = 30, prefix: str = "S", rule_prior=None):
     """Simulate participants of a choice model with known parameters on deterministic Blicket machines.
 
     Parameters
@@ -65,6 +65,10 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         One per participant; the machine follows :mod:`causalplay.rules`.
     max_tests : int
         Participants who have not stopped by then stop.
+    rule_prior : sequence of float or None, optional
+        One per participant: the transferred ``P(conjunctive)`` that participant starts from (a later round of
+        multi-round data; used in full, or mixed by the ``transfer`` weight of a ``+transfer`` model), or None
+        for the fitted ``sigmoid(rho)``.
 
     Returns
     -------
@@ -84,6 +88,17 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     th = {k: torch.as_tensor(np.broadcast_to(np.asarray(theta[k], dtype=np.float64), (P,)).copy()) for k in names}
     gen = torch.Generator().manual_seed(seed)
     space = learner.space(n_objects)
+    rp_table = rp_mask = None
+    if rule_prior is not None:
+        if len(rule_prior) != P:
+            raise ValueError(f"rule_prior needs one entry per participant ({P}), got {len(rule_prior)}")
+        from ..models.choice.base import rule_prior_table
+
+        ids0 = [f"{prefix}{i + 1:03d}" for i in range(P)]
+        rp_table, rp_mask = rule_prior_table(ids0, {k: v for k, v in zip(ids0, rule_prior, strict=True)
+                                                    if v is not None})
+    elif cm.transfer:
+        raise ValueError(f"model {cm.name!r} needs rule_prior (the transferred P(conjunctive) per participant)")
     S = 2**n_objects
     # The one Nexiom task loop: the machine, the test budget and the answer's scoring are the task's.
     task = NexiomBatch(P, np.random.default_rng(seed), n_objects=n_objects, budget=max_tests)
@@ -105,14 +120,17 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     while not bool(task.done.all()):
         active = ~task.done
         feats = step_features(space, ll, t, tested, learner.min_tests, ids)
+        feats.rule_prior, feats.transferred = rp_table, rp_mask
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
         choice = (torch.full((P,), S) if t == max_tests
                   else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1))
         stop = active & (choice == S)
         if bool(stop.any()):  # the judgement of those who stop now, from what they know now
+            jf = step_features(space, ll, 0, tested, learner.min_tests, ids)
+            jf.rule_prior, jf.transferred = rp_table, rp_mask
             with torch.no_grad():
-                jl = cm.judgement_log_probs(step_features(space, ll, 0, tested, learner.min_tests, ids), th)
+                jl = cm.judgement_log_probs(jf, th)
             judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
         r, code = judged // S, judged % S
         trial = ((choice[:, None] >> bits) & 1).to(torch.float64)

@@ -11,7 +11,8 @@ __all__ = ["register", "train_cmd"]
 
 def train_cmd(
     agent: str = typer.Option(..., help="ppo, td3, ddpg, recurrent-ppo, recurrent-td3 or recurrent-ddpg."),
-    env: str = typer.Option("causalplay/IVRE-v0", help="A symbolic Blicket environment id."),
+    env: str = typer.Option("causalplay/IVRE-v0", help="A symbolic Blicket id, or causalplay/Overhypothesis-v0 "
+                                                    "(one episode = a sequence of machines)."),
     steps: int = typer.Option(1_000_000, help="Env steps to train (summed over the vector env's rows)."),
     seed: int = typer.Option(0, help="Training seed (networks, exploration, training episodes)."),
     out: str = typer.Option(..., help="Output folder (config.json, progress.csv, best/last checkpoints, PNG). "

@@ -83,8 +83,11 @@ class TrainConfig:
     out : str
         Output folder.
     env : str
-        A symbolic Blicket id (``causalplay/IVRE-v0``, ...) or a pixel id (``causalplay/IVRE-Pixels-v0``,
-        ``causalplay/EST-Pixels-v1``; ppo / td3 / ddpg only, :mod:`causalplay.rl.pixels`).
+        A symbolic Blicket id (``causalplay/IVRE-v0``, ...), a pixel id (``causalplay/IVRE-Pixels-v0``,
+        ``causalplay/EST-Pixels-v1``; ppo / td3 / ddpg only, :mod:`causalplay.rl.pixels`) or a sequence id
+        (``causalplay/Overhypothesis-v0``: one SB3 episode is the whole sequence of machines, so a recurrent
+        policy's state carries across machines -- meta-RL; a feed-forward policy sees only the current machine
+        and its index).
     steps : int
         Env steps to train (summed over the vector env's rows).
     seed : int
@@ -122,12 +125,13 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.agent not in ALGOS:
             raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
-        from causalplay.envs import ENV_IDS
+        from causalplay.envs import ENV_IDS, SEQUENCE_IDS
         from causalplay.envs.pixels import PIXEL_IDS
 
-        if (self.env not in ENV_IDS and self.env not in PIXEL_IDS) or "Nexiom" in self.env:
-            raise ValueError(f"unknown or unsupported environment id {self.env!r}; expected a Blicket id from "
-                             f"{[e for e in ENV_IDS if 'Nexiom' not in e] + list(PIXEL_IDS)}")
+        ok = [e for e in ENV_IDS if "Nexiom" not in e] + list(PIXEL_IDS) + list(SEQUENCE_IDS)
+        if self.env not in ok:
+            raise ValueError(f"unknown or unsupported environment id {self.env!r}; expected a Blicket, pixel or "
+                             f"sequence id from {ok}")
         if self.pixels and (self.agent not in PIXEL_HYPER or self.belief_input):
             raise ValueError(f"on a pixel id ({self.env}) the agent must be one of {list(PIXEL_HYPER)} without "
                              f"--belief-input, got {self.agent!r}{' with --belief-input' if self.belief_input else ''}")
@@ -277,7 +281,21 @@ def load_policy(path: str | Path, which: str = "best") -> Policy:
 
 def evaluate(policy: Policy, env_id: str, n_episodes: int, seed=(EVAL_SEED, 0)) -> dict[str, float]:
     """Episode / context Acc and R of ``policy`` on ``n_episodes`` of ``env_id`` drawn from ``seed`` -- the
-    benchmark's own episode loop (:func:`causalplay.bench.runner.run_episodes` with the ``rl`` agent)."""
+    benchmark's own episode loop (:func:`causalplay.bench.runner.run_episodes` with the ``rl`` agent).
+
+    On a sequence id, ``n_episodes`` sequences (:func:`causalplay.bench.sequences.run_sequences`, sequence ``i``
+    seeded ``[seed[0], i]``) and the means are per *machine* (Acc = machines solved, R = a machine's return),
+    so the numbers read like the single-machine ones.
+    """
+    from causalplay.envs import SEQUENCE_IDS
+
+    if env_id in SEQUENCE_IDS:
+        from causalplay.agents.rl import RLAgent
+        from causalplay.bench.sequences import run_sequences
+
+        df = run_sequences(RLAgent(policy=policy), n_episodes, int(seed[0]))
+        return {"episode_acc": float(df.solved.mean()), "episode_reward": float(df.episode_reward.mean()),
+                "context_acc": float("nan"), "context_reward": float(df.context_reward.mean())}
     from causalplay.bench.runner import run_episodes
 
     df = run_episodes(env_id, "rl", n_episodes, int(seed[0]), int(seed[1]), agent_kwargs={"policy": policy})

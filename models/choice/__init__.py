@@ -26,6 +26,7 @@ from __future__ import annotations
 from .base import (
     RULE_PARAMS,
     STOP_PARAMS,
+    TRANSFER_PARAMS,
     ChoiceModel,
     Features,
     JudgementModel,
@@ -33,13 +34,15 @@ from .base import (
     Param,
     build_features,
     step_features,
+    transferred_rule_priors,
 )
 from .judgement import JUDGEMENT_MODELS, get_judgement
 from .linear import BETA_EIG, DELTA_SWEEP, GAMMA_SIZE, LinearChoice
 
 __all__ = ["REGISTRY", "ABLATIONS", "MAIN_MODELS", "get_model", "available_models", "ChoiceModel", "LinearChoice",
            "JudgementModel", "JUDGEMENT_MODELS", "get_judgement", "Param", "Features", "LearnerConfig",
-           "build_features", "step_features", "STOP_PARAMS", "RULE_PARAMS"]
+           "build_features", "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS",
+           "transferred_rule_priors"]
 
 REGISTRY: dict[str, ChoiceModel] = {
     "random": LinearChoice("random", (), "object sets uniformly at random"),
@@ -66,11 +69,17 @@ ABLATIONS = ("eig_softmax", "size", "sweep", "eig_size", "eig_plus_sweep", "size
 
 def get_model(name: str | ChoiceModel, judgement: str | JudgementModel | None = None) -> ChoiceModel:
     """The registered model ``name`` (or ``name`` itself if it is a ChoiceModel), optionally with another
-    judgement model (``"sample"`` or ``"softmax"``)."""
+    judgement model (``"sample"`` or ``"softmax"``).
+
+    ``"<name>+transfer"`` is the model with the weight of a rule prior transferred from earlier rounds
+    (:meth:`ChoiceModel.with_transfer`; multi-round data, ``LearnerConfig(transfer=True)``).
+    """
     if isinstance(name, ChoiceModel):
         cm = name
     elif isinstance(name, str) and name in REGISTRY:
         cm = REGISTRY[name]
+    elif isinstance(name, str) and name.endswith("+transfer") and name.removesuffix("+transfer") in REGISTRY:
+        cm = REGISTRY[name.removesuffix("+transfer")].with_transfer()
     else:
         raise ValueError(f"unknown choice model {name!r}; available: {available_models()}")
     return cm if judgement is None else cm.with_judgement(judgement)

@@ -17,6 +17,15 @@ Every choice model shares, so that models differ **only in how they score the ob
 * a **judgement** model (:class:`JudgementModel`): how the final (blicket set, rule) pair is chosen from the
   learner's final posterior -- posterior sampling or a tempered softmax (see :mod:`.judgement`).
 
+**Several rounds per person** (issue 15; ``learner`` and ``round`` columns): with ``LearnerConfig(transfer=True)``
+(or an explicit ``rule_prior`` to :func:`build_features`) the learner enters round ``r > 1`` with the rule prior
+*transferred* from the person's rounds ``1 .. r - 1`` -- the exact predictive rule probabilities of
+:func:`causalplay.infer_overhypothesis` (rule weights ``~ Dirichlet(transfer_concentration)``) under the
+learner's own assumptions (blicket prior, noise). A model used as is (``get_model("eig_sweep")``) then takes the
+transferred prior in full on those rounds; ``get_model("eig_sweep+transfer")`` adds the participant-level
+weight ``transfer`` in (0, 1) and uses ``P(conj) = transfer * q + (1 - transfer) * sigmoid(rho)`` (``q`` the
+transferred value), so ``transfer = 0`` is "learns nothing across rounds" and ``1`` is the ideal learner.
+
 A model says how it scores the object sets (:meth:`ChoiceModel.set_logits`) and which parameters it adds; the
 registry in :mod:`causalplay.models.choice` lists every model by name.
 """
@@ -36,7 +45,8 @@ from causalplay.history import codes_to_vectors, set_to_code
 from causalplay.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
-           "step_features", "STOP_PARAMS", "RULE_PARAMS", "LEARNER_RULES"]
+           "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
+           "transferred_rule_priors", "participant_rule_prior", "rule_prior_table"]
 
 _LOG2 = math.log(2.0)
 LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
@@ -75,6 +85,10 @@ class Param:
         return value
 
 
+TRANSFER_PARAMS = (
+    Param("transfer", 0.0, 1.5, "sigmoid", doc="weight of the rule prior transferred from earlier rounds against "
+          "sigmoid(rho); rounds > 1 only (a '+transfer' model)"),
+)
 RULE_PARAMS = (
     Param("rho", 0.0, 1.5, level="shared", doc="logit of the learner's prior P(conjunctive), shared by everybody"),
 )
@@ -98,11 +112,18 @@ class LearnerConfig:
         Machine noise the learner assumes.
     min_tests : int
         Tests before stopping is allowed. A participant with fewer tests is an error at :func:`build_features`.
+    transfer : bool
+        Rounds ``r > 1`` of multi-round data start from the rule prior transferred from the person's earlier
+        rounds (:func:`transferred_rule_priors`); needs the ``learner`` and ``round`` columns.
+    transfer_concentration : float
+        Dirichlet concentration of the rule weights behind the transferred prior (1: uniform).
     """
 
     blicket_prior: float = 0.5
     noise: float = 0.01
     min_tests: int = 1
+    transfer: bool = False
+    transfer_concentration: float = 1.0
 
     def space(self, n_objects: int) -> HypothesisSpace:
         """The learner's hypothesis space over ``n_objects`` objects (rules disjunctive, conjunctive)."""
@@ -130,6 +151,9 @@ class Features:
     candidates : Tensor [2**N, N]; sizes : Tensor [2**N]
     final_ll : Tensor [P, H]; judgement : LongTensor [P] -- ``rule * 2**N + set`` or -1 when not given
     test_index : LongTensor [D] -- 1-based test index of the choice (``T + 1`` for the stop)
+    rule_prior : Tensor [P, 2] or None -- transferred (P(disjunctive), P(conjunctive)) per participant, used where
+        ``transferred``; None: every participant has the fitted prior ``sigmoid(rho)``
+    transferred : BoolTensor [P] or None -- the participant has a transferred rule prior (round > 1)
     """
 
     ids: list
@@ -145,6 +169,8 @@ class Features:
     final_ll: torch.Tensor
     judgement: torch.Tensor
     test_index: torch.Tensor
+    rule_prior: torch.Tensor | None = None
+    transferred: torch.Tensor | None = None
     cache: dict = field(default_factory=dict)
 
     @property
@@ -169,17 +195,87 @@ def _codes_to_sets(n_objects: int) -> torch.Tensor:
     return codes_to_vectors(torch.arange(2**n_objects), n_objects).to(torch.float64)
 
 
-def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:
+def transferred_rule_priors(data, learner: LearnerConfig = LearnerConfig()) -> dict[str, np.ndarray]:
+    """The rule prior each participant row of round ``r > 1`` brings from the person's rounds ``1 .. r - 1``.
+
+    Exact: :func:`causalplay.infer_overhypothesis` over the earlier rounds (rules disjunctive, conjunctive,
+    rule weights ``~ Dirichlet(learner.transfer_concentration)``, the learner's blicket prior and noise),
+    ``post[i].predictive_rule_probs()``; all learners and rounds in one batch.
+
+    Returns
+    -------
+    dict
+        participant id -> ``[P(disjunctive), P(conjunctive)]`` for every row with ``round > 1``.
+    """
+    from causalplay.overhypothesis import SequenceBatch, infer_overhypothesis
+
+    if "round" not in data.participants.columns:
+        raise ValueError("a transferred rule prior needs multi-round data (participants.csv columns learner and "
+                         "round); this data has one round per participant")
+    seqs = data.sequences()
+    rows = data.participants.sort_values(["learner", "round"], kind="stable")
+    ids, prefixes = [], []
+    for _, r in rows.iterrows():
+        k = int(r["round"])
+        if k > 1:
+            ids.append(r["participant"])
+            prefixes.append(seqs[r["learner"]][: k - 1])
+    if not ids:
+        return {}
+    batch = SequenceBatch.from_sequences(prefixes, data.n_objects)
+    post = infer_overhypothesis(batch, rules=LEARNER_RULES, concentration=learner.transfer_concentration,
+                                blicket_prior=learner.blicket_prior, noise=learner.noise)
+    probs = np.asarray(post.predictive_rule_probs(), dtype=np.float64).reshape(len(ids), len(LEARNER_RULES))
+    return dict(zip(ids, probs, strict=True))
+
+
+def rule_prior_table(ids, rule_prior: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rule_prior`` (participant -> P(conj) or [P(disj), P(conj)]) -> ``[P, 2]`` probabilities over the
+    participants ``ids`` and the mask of those named (the others get 0.5, unused)."""
+    ids = list(ids)
+    unknown = [k for k in rule_prior if k not in set(ids)]
+    if unknown:
+        raise ValueError(f"rule_prior names participant(s) {unknown[:5]} that are not in the data")
+    table = torch.full((len(ids), 2), 0.5, dtype=torch.float64)
+    mask = torch.zeros(len(ids), dtype=torch.bool)
+    for i, k in enumerate(ids):
+        if k not in rule_prior:
+            continue
+        v = np.atleast_1d(np.asarray(rule_prior[k], dtype=np.float64))
+        if v.shape == (1,):
+            v = np.array([1.0 - v[0], v[0]])
+        if v.shape != (2,) or not np.all((v > 0) & (v < 1)) or abs(v.sum() - 1.0) > 1e-9:
+            raise ValueError(f"rule_prior of participant {k!r} must be P(conjunctive) in (0, 1) or "
+                             f"[P(disjunctive), P(conjunctive)] summing to 1, got {rule_prior[k]!r}")
+        table[i] = torch.as_tensor(v)
+        mask[i] = True
+    return table, mask
+
+
+def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: dict | None = None) -> Features:
     """Turn :class:`causalplay.data.TrialData` into :class:`Features` (history log-likelihoods computed once).
+
+    Parameters
+    ----------
+    data : causalplay.data.TrialData
+    learner : LearnerConfig
+        With ``transfer=True`` the rule prior of every row with ``round > 1`` is
+        :func:`transferred_rule_priors` (unless ``rule_prior`` is given).
+    rule_prior : dict, optional
+        participant id -> the rule prior that participant starts from, ``P(conjunctive)`` or
+        ``[P(disjunctive), P(conjunctive)]``; participants not named keep the fitted ``sigmoid(rho)``.
 
     Raises
     ------
     ValueError
         A participant ran fewer than ``learner.min_tests`` tests (their stop would have probability 0), or
         chose a rule the learner does not consider (e.g. ``threshold3``; an empty ``rule_choice`` is a missing
-        judgement and is allowed).
+        judgement and is allowed); a ``rule_prior`` naming unknown participants or holding no probability.
     """
     N = data.n_objects
+    if rule_prior is None and learner.transfer:
+        rule_prior = transferred_rule_priors(data, learner)
+    rp_table, rp_mask = rule_prior_table(data.ids, rule_prior) if rule_prior is not None else (None, None)
     space = learner.space(N)
     cands = _codes_to_sets(N)
     n_sets = cands.shape[0]
@@ -236,7 +332,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig()) -> Features:
         ids=list(data.ids), space=space, pid=pid_t, t=t_t, ll=ll, choice=torch.tensor(choice),
         can_stop=t_t >= learner.min_tests, tested=torch.as_tensor(np.stack(tested)), candidates=cands,
         sizes=cands.sum(-1), final_ll=ll[last], judgement=torch.tensor(judgement),
-        test_index=torch.tensor(test_index))
+        test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask)
 
 
 def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torch.Tensor, min_tests: int,
@@ -256,12 +352,41 @@ def log_rule_prior(rho: torch.Tensor) -> torch.Tensor:
     return torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)
 
 
-def learner_posterior(feats: Features, ll: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
-    """Normalised learner log posterior ``[..., D, H]`` (rule-major hypotheses) from ``ll [D, H]``."""
+def participant_rule_prior(feats: Features, rho: torch.Tensor, pid: torch.Tensor | None = None,
+                           transfer: torch.Tensor | None = None) -> torch.Tensor:
+    """``[..., X, 2]`` log rule prior of the rows ``pid [X]`` (participant index of each row of ``rho``).
+
+    ``sigmoid(rho)`` unless the features carry a transferred prior ``q`` for that participant; then ``q``
+    (``transfer`` None) or the mixture ``transfer * q + (1 - transfer) * sigmoid(rho)``.
+    """
+    base = log_rule_prior(rho)
+    if feats.rule_prior is None:
+        if transfer is not None:
+            raise ValueError("a '+transfer' model needs features with a transferred rule prior: build them with "
+                             "LearnerConfig(transfer=True) on multi-round data (learner and round columns)")
+        return base
+    if pid is None:
+        pid = torch.arange(feats.n_participants)
+    q = feats.rule_prior[pid].log()  # [X, 2]
+    if transfer is None:
+        mixed = q.expand_as(base)
+    else:
+        w = transfer[..., None]
+        mixed = torch.logaddexp(torch.log(w) + q, torch.log1p(-w) + base)
+    return torch.where(feats.transferred[pid][:, None], mixed, base)
+
+
+def learner_posterior(feats: Features, ll: torch.Tensor, rho: torch.Tensor, pid: torch.Tensor | None = None,
+                      transfer: torch.Tensor | None = None) -> torch.Tensor:
+    """Normalised learner log posterior ``[..., D, H]`` (rule-major hypotheses) from ``ll [D, H]``.
+
+    ``pid`` (the participant of each row) and ``transfer`` matter only when ``feats`` carries transferred rule
+    priors (:func:`participant_rule_prior`).
+    """
     space = feats.space
     S = space.n_sets
     log_set = space.log_prior[:S] - space.rule_log_prior[0]
-    lp = (log_rule_prior(rho)[..., :, None] + log_set).flatten(-2)  # [..., D, H]
+    lp = (participant_rule_prior(feats, rho, pid, transfer)[..., :, None] + log_set).flatten(-2)  # [..., D, H]
     lw = ll + lp
     return lw - torch.logsumexp(lw, -1, keepdim=True)
 
@@ -296,9 +421,26 @@ class ChoiceModel:
     params: tuple[Param, ...] = ()
     judgement: JudgementModel | None = None
 
+    #: True for a ``+transfer`` model (:meth:`with_transfer`)
+    transfer: bool = False
+
     def all_params(self) -> tuple[Param, ...]:
-        """Set-choice parameters, then the shared rule prior, stopping, lapse and judgement parameters."""
-        return tuple(self.params) + RULE_PARAMS + STOP_PARAMS + tuple(self.judge.params)
+        """Set-choice parameters, then the shared rule prior (and the transfer weight of a ``+transfer`` model),
+        stopping, lapse and judgement parameters."""
+        return (tuple(self.params) + RULE_PARAMS + (TRANSFER_PARAMS if self.transfer else ()) + STOP_PARAMS
+                + tuple(self.judge.params))
+
+    def with_transfer(self) -> ChoiceModel:
+        """A copy named ``<name>+transfer`` with the participant-level weight ``transfer`` of the rule prior
+        transferred from earlier rounds (see the module docstring); fit it on features built with
+        ``LearnerConfig(transfer=True)``."""
+        if self.transfer:
+            return self
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.transfer = True
+        new.name = f"{self.name}+transfer"
+        return new
 
     @property
     def judge(self) -> JudgementModel:
@@ -346,7 +488,7 @@ class ChoiceModel:
         ``theta`` maps each parameter name to its constrained value per participant ``[..., P]``.
         """
         th = {k: v[..., feats.pid] for k, v in theta.items()}
-        log_w = learner_posterior(feats, feats.ll, th["rho"])
+        log_w = learner_posterior(feats, feats.ll, th["rho"], feats.pid, th.get("transfer"))
         logits = self.set_logits(feats, th, log_w)
         n = logits.shape[-1]
         lapse = th["lapse"][..., None]
@@ -361,7 +503,7 @@ class ChoiceModel:
 
     def judgement_log_probs(self, feats: Features, theta: dict) -> torch.Tensor:
         """Log probability ``[..., P, H]`` of each judged (rule, blicket set) pair after the last test."""
-        log_w = learner_posterior(feats, feats.final_ll, theta["rho"])
+        log_w = learner_posterior(feats, feats.final_ll, theta["rho"], None, theta.get("transfer"))
         return self.judge.log_probs(log_w, theta)
 
     def __repr__(self) -> str:

@@ -47,10 +47,11 @@ class LinearChoice(ChoiceModel):
         return out
 
     def __reduce__(self):  # picklable (worker processes) without the judgement's class identity issues
-        return (_rebuild, (self.name, self.terms, self.description, self.judgement))
+        return (_rebuild, (self.name, self.terms, self.description, self.judgement, self.transfer))
 
 
-def _rebuild(name, terms, description, judgement):
+def _rebuild(name, terms, description, judgement, transfer=False):
     m = LinearChoice(name, terms, description)
     m.judgement = judgement
+    m.transfer = transfer
     return m

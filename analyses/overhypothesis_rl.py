@@ -1,0 +1,183 @@
+"""Meta-RL on Overhypothesis-v0: RL policies vs the EIG agents, scored by machine index (issue 15).
+
+Agents: the ``causalplay train`` folders in ``Config.runs`` (``rl:path=DIR``; a RecurrentPPO, whose LSTM state
+carries across the machines of a sequence, and a feed-forward PPO, which sees only the current machine and its
+index), plus ``eig-transfer`` and ``eig-transfer:transfer=False``. Each agent plays ``n_sequences`` sequences
+with the rule drawn per sequence (the task) and per machine (the control); rows seeded ``[seed, i]``, so every
+agent meets the same machines (:func:`causalplay.bench.sequences.run_sequences`).
+
+Reported by (condition, agent, machine): mean trials-to-solve (``T + 1`` when unsolved), solve rate, episode R,
+with 95% normal CIs, and the paired difference to ``eig-transfer`` (``fewer_trials`` < 0: the agent needs more).
+
+``python analyses/overhypothesis_rl.py --run ppo-re-belief=runs/oh_rl/ppo-re-belief --run ...`` writes
+``runs/<name>/records.csv`` (appended after every agent), ``summary.csv``, ``summary.md``, ``by_machine.png``.
+``--smoke`` trains two tiny policies first (seconds) and scores them on a few sequences; ``--merge DIR ...``
+summarises runs scored apart (same seed, so the same sequences) together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from causalplay.bench.sequences import run_sequences, summarise_by_machine
+
+REFERENCE = "eig-transfer"
+
+
+@dataclass
+class Config:
+    name: str = "overhypothesis_rl"
+    #: row name -> ``causalplay train`` folder
+    runs: dict[str, str] = field(default_factory=dict)
+    eig_agents: tuple[str, ...] = ("eig-transfer:transfer=False", "eig-transfer")
+    n_sequences: int = 240
+    rule_per: tuple[str, ...] = ("sequence", "episode")
+    seed: int = 0
+    threads: int = 1
+    out: str = "runs"
+    #: smoke only: train tiny policies into runs/<name>/train first
+    train_tiny: bool = False
+
+
+SMOKE = Config(name="overhypothesis_rl_smoke", n_sequences=4, eig_agents=("eig-transfer",), train_tiny=True)
+
+
+def _train_tiny(out: Path) -> dict[str, str]:
+    from causalplay.rl.train import TrainConfig, train
+
+    hp = {"net_arch": [16], "n_steps": 16, "batch_size": 64, "n_epochs": 1}
+    runs = {}
+    for agent, extra in (("recurrent-ppo", {"lstm": 8}), ("ppo", {})):
+        cfg = TrainConfig(agent=agent, out=str(out / agent), env="causalplay/Overhypothesis-v0", steps=128,
+                          envs=8, eval_every=128, eval_episodes=4, belief_input=True, hyper={**hp, **extra})
+        runs[cfg.name] = str(train(cfg, progress=False))
+    return runs
+
+
+def figure(summary: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, rp in zip(axes, ("sequence", "episode"), strict=True):
+        for agent, g in summary[summary.rule_per == rp].groupby("agent", sort=False):
+            ax.errorbar(g.machine, g.trials_to_solve, yerr=[g.trials_to_solve - g.trials_to_solve_lo,
+                                                            g.trials_to_solve_hi - g.trials_to_solve],
+                        marker="o", capsize=3, label=agent)
+        ax.set_title("rule per sequence (task)" if rp == "sequence" else "rule per machine (control)")
+        ax.set_xlabel("machine in the sequence")
+        ax.set_xticks(sorted(summary.machine.unique()))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("trials to solve (11 = unsolved), 95% CI")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(cfg: Config) -> pd.DataFrame:
+    out = Path(cfg.out) / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    runs = dict(cfg.runs)
+    if cfg.train_tiny:
+        runs.update(_train_tiny(out / "train"))
+    if not runs and not cfg.eig_agents:
+        raise ValueError("nothing to score: give runs (name -> causalplay train folder) and/or eig_agents")
+    for name, d in runs.items():
+        if not (Path(d.split(":")[0]) / "config.json").is_file():  # DIR[:which=last]
+            raise FileNotFoundError(f"run {name!r}: {d!r} is not a `causalplay train` output folder")
+    (out / "config.json").write_text(json.dumps({**dataclasses.asdict(cfg), "runs": runs}, indent=2))
+    specs = [(f"rl:path={d}:name={n}", n) for n, d in runs.items()] + [(a, a) for a in cfg.eig_agents]
+    prev = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    frames = []
+    try:
+        for rp in cfg.rule_per:
+            for spec, label in specs:
+                df = run_sequences(spec, cfg.n_sequences, cfg.seed, rule_per=rp, label=label)
+                frames.append(df)
+                df.to_csv(out / "records.csv", mode="w" if len(frames) == 1 else "a", header=len(frames) == 1,
+                          index=False)
+                print(f"{rp:8s} {label:28s} trials {df.trials_to_solve.mean():.2f} R {df.episode_reward.mean():.2f}",
+                      flush=True)
+    finally:
+        torch.set_num_threads(prev)
+    return write_summary(pd.concat(frames, ignore_index=True), out)
+
+
+def write_summary(records: pd.DataFrame, out: Path) -> pd.DataFrame:
+    """``summary.csv``, ``summary.md`` and ``by_machine.png`` of the records in ``out``."""
+    summary = summarise_by_machine(records, reference=REFERENCE if REFERENCE in set(records.agent) else None)
+    summary.to_csv(out / "summary.csv", index=False)
+    (out / "summary.md").write_text(summary.round(3).to_string(index=False))
+    (out / "table.md").write_text(table(summary))
+    figure(summary, out / "by_machine.png")
+    return summary
+
+
+def table(summary: pd.DataFrame) -> str:
+    """Markdown: one row per (condition, agent, measure), machines as columns, ``mean [95% CI]``."""
+    K = int(summary.machine.max())
+    head = "| condition | agent | measure | " + " | ".join(f"machine {k}" for k in range(1, K + 1)) + " |"
+    lines = [head, "|" + "---|" * (K + 3)]
+    for (rp, agent), g in summary.groupby(["rule_per", "agent"], sort=False):
+        g = g.sort_values("machine")
+        cond = "rule per sequence" if rp == "sequence" else "rule per machine (control)"
+        for col, what, fmt in (("trials_to_solve", "trials to solve", ".2f"), ("solved", "solved", ".3f"),
+                               ("episode_reward", "episode R", ".2f")):
+            cells = [f"{m:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]" for m, lo, hi in
+                     zip(g[col], g[f"{col}_lo"], g[f"{col}_hi"], strict=True)]
+            lines.append(f"| {cond} | {agent} | {what} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def merge(dirs: list[str], out: Path) -> pd.DataFrame:
+    """Summarise the ``records.csv`` of several runs (e.g. the EIG agents and the RL policies scored apart,
+    with the same seed and sequences) together in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    records = pd.concat([pd.read_csv(Path(d) / "records.csv") for d in dirs], ignore_index=True)
+    records.to_csv(out / "records.csv", index=False)
+    return write_summary(records, out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--run", action="append", default=[], metavar="NAME=DIR[:which=last]",
+                    help="a causalplay train folder (its best checkpoint, or the last with :which=last)")
+    ap.add_argument("--name")
+    ap.add_argument("--n-sequences", type=int)
+    ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
+    ap.add_argument("--no-eig", action="store_true", help="score only the RL runs")
+    ap.add_argument("--merge", nargs="+", metavar="RUN_DIR", help="summarise the records.csv of these run folders "
+                    "together into runs/<name>/")
+    a = ap.parse_args()
+    if a.merge:
+        print(merge(a.merge, Path(Config.out) / (a.name or Config.name)).round(3).to_string(index=False))
+        return
+    cfg = SMOKE if a.smoke else Config()
+    runs = {}
+    for r in a.run:
+        if "=" not in r:
+            ap.error(f"--run expects NAME=DIR, got {r!r}")
+        n, d = r.split("=", 1)
+        runs[n] = d
+    cfg = dataclasses.replace(cfg, runs=runs)
+    for key, val in (("name", a.name), ("n_sequences", a.n_sequences),
+                     ("rule_per", tuple(a.rule_per) if a.rule_per else None), ("eig_agents", () if a.no_eig else None)):
+        if val is not None:
+            cfg = dataclasses.replace(cfg, **{key: val})
+    print(run(cfg).round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Score an agent on ``causalplay/Overhypothesis-v0`` by machine index (the sequence counterpart of
+:func:`causalplay.bench.runner.run_episodes`).
+
+One row per (sequence, machine): ``trials_to_solve`` (``T + 1`` when unsolved), ``solved``, ``episode_reward``,
+``context_reward``, ``rule``, ``n_blickets``. Sequence ``i`` draws from its own generator seeded ``[seed, i]``
+(:class:`~causalplay.envs.overhypothesis.OverhypothesisBatch` rows own generators), so every agent scored with
+the same ``seed`` meets the same machines and per-machine differences are paired.
+
+:func:`summarise_by_machine` gives the means with 95% normal CIs by (rule_per, agent, machine) -- the numbers of
+``docs/overhypotheses.md``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["run_sequences", "summarise_by_machine", "SEQUENCE_COLUMNS"]
+
+SEQUENCE_COLUMNS = ("agent", "rule_per", "sequence", "machine", "rule", "n_blickets", "trials_to_solve", "solved",
+                    "episode_reward", "context_reward", "seconds")
+
+
+def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "sequence", n_episodes: int = 5,
+                  noise: float = 0.0, agent_kwargs: dict | None = None, label: str | None = None) -> pd.DataFrame:
+    """Play ``n_sequences`` sequences of ``n_episodes`` machines with one agent, all rows batched.
+
+    Parameters
+    ----------
+    agent : str or causalplay.agents.Agent
+        An agent spec (``"eig-transfer"``, ``"rl:path=runs/oh/rppo"``) or a built agent. Its ``obs_mode``
+        attribute, when present (the ``rl`` agent: ``"history"``), sets the task's observation mode.
+    n_sequences : int
+        Sequences (rows of the batch).
+    seed : int
+        Sequence ``i`` draws from ``numpy.random.default_rng([seed, i])``; also the agent's seed.
+    rule_per : {"sequence", "episode"}
+        The task (one rule per sequence) or the control (rule redrawn on every machine).
+    n_episodes : int
+        Machines per sequence ``K``.
+    noise : float
+        Flip probability of every machine's response.
+    agent_kwargs : dict, optional
+        Passed to :func:`causalplay.agents.make_agent` with a spec.
+    label : str, optional
+        The ``agent`` column (default: the agent's ``label`` if it has one, else the spec, else its name).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``n_sequences * n_episodes`` rows with :data:`SEQUENCE_COLUMNS`; ``seconds`` is wall time per sequence.
+    """
+    from causalplay.agents import Agent, TaskInfo, make_agent
+    from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
+
+    if isinstance(n_sequences, bool) or not isinstance(n_sequences, (int, np.integer)) or n_sequences < 1:
+        raise ValueError(f"n_sequences must be a positive integer, got {n_sequences!r}")
+    if isinstance(agent, str):
+        ag = make_agent(agent, seed=seed, **(agent_kwargs or {}))
+        default = getattr(ag, "label", None) or agent
+    elif isinstance(agent, Agent):
+        if agent_kwargs:
+            raise ValueError("agent_kwargs need an agent spec (a string), not a built agent")
+        ag = agent
+        default = getattr(ag, "label", None) or type(ag).__name__
+    else:
+        raise TypeError(f"agent must be an agent spec string or an Agent, got {type(agent).__name__}")
+    B = int(n_sequences)
+    rngs = [np.random.default_rng([seed, i]) for i in range(B)]
+    task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=n_episodes, rule_per=rule_per, noise=noise,
+                               obs_mode=getattr(ag, "obs_mode", "panel"))
+    obs = task.reset()
+    ag.reset(TaskInfo.from_env(task), obs)
+    t0 = time.perf_counter()
+    while not bool(task.done.all()):
+        obs, *_ = task.step(ag.act(obs, ~task.done))
+    rec = task.record()
+    K = task.K
+    return pd.DataFrame({
+        "agent": label or default, "rule_per": rule_per, "sequence": np.repeat(np.arange(B), K),
+        "machine": np.tile(np.arange(K), B), "rule": rec["rule"].reshape(-1),
+        "n_blickets": rec["n_blickets"].reshape(-1), "trials_to_solve": rec["trials_to_solve"].reshape(-1),
+        "solved": rec["episode_solved"].reshape(-1), "episode_reward": rec["episode_reward"].reshape(-1),
+        "context_reward": rec["context_reward"].reshape(-1), "seconds": (time.perf_counter() - t0) / B})
+
+
+def _ci(x: np.ndarray) -> tuple[float, float, float]:
+    m = float(np.mean(x))
+    h = 1.96 * float(np.std(x, ddof=1)) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
+    return m, m - h, m + h
+
+
+def _wilson(x: np.ndarray) -> tuple[float, float, float]:
+    """Proportion with its 95% Wilson interval (stays inside [0, 1] near 0 and 1, unlike the normal one)."""
+    n, k, z = len(x), float(np.sum(x)), 1.96
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, c - h), min(1.0, c + h)
+
+
+def summarise_by_machine(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
+    """Means with 95% CIs by (rule_per, agent, machine); machines numbered from 1. Normal intervals for
+    trials-to-solve and episode R, Wilson intervals for the solve rate.
+
+    With ``reference`` (an agent name in ``df``), also the paired difference to it on the same sequences:
+    ``fewer_trials`` (reference's trials minus the agent's) and ``gain_R`` (agent's episode R minus the
+    reference's), each with its CI.
+    """
+    need = {"rule_per", "agent", "machine", "sequence", "trials_to_solve", "episode_reward", "solved"}
+    if missing := need - set(df.columns):
+        raise ValueError(f"records lack the column(s) {sorted(missing)}; expected run_sequences output")
+    if reference is not None and reference not in set(df.agent):
+        raise ValueError(f"reference agent {reference!r} is not in the records ({sorted(set(df.agent))})")
+    out = []
+    for (rp, agent, k), g in df.groupby(["rule_per", "agent", "machine"], sort=True):
+        row = {"rule_per": rp, "agent": agent, "machine": int(k) + 1, "n": len(g)}
+        for col in ("trials_to_solve", "episode_reward", "solved"):
+            m, lo, hi = (_wilson if col == "solved" else _ci)(g[col].to_numpy(float))
+            row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
+        if reference is not None and agent != reference:
+            base = df[(df.rule_per == rp) & (df.agent == reference) & (df.machine == k)].set_index("sequence")
+            common = base.index.intersection(g.sequence)
+            if len(common):
+                gi, bi = g.set_index("sequence").loc[common], base.loc[common]
+                for col, sign, name in (("trials_to_solve", -1, "fewer_trials"), ("episode_reward", 1, "gain_R")):
+                    m, lo, hi = _ci(sign * (gi[col].to_numpy(float) - bi[col].to_numpy(float)))
+                    row.update({name: m, f"{name}_lo": lo, f"{name}_hi": hi})
+        out.append(row)
+    return pd.DataFrame(out)
