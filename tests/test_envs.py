@@ -210,6 +210,44 @@ def test_noisy_variant_flips_some_outcomes():
     assert abs(flip - 0.1) < 0.015  # 16000 draws of p=0.1: sd 0.0024, so 6 sd
 
 
+def _noisy_rollout(seed: int, B: int = 4000):
+    """IVRE-Noisy (flip probability 0.1) run to the horizon with seeded random trials and every belief at 0.5
+    (never solved: solving needs every belief strictly within 0.5 of the truth), so all 6 trial panels run."""
+    b = make_batch("causalplay/IVRE-Noisy-v0", B, seed=seed)
+    b.reset()
+    rng = np.random.default_rng(seed + 1000)
+    for _ in range(10):
+        b.step(torch.as_tensor(np.concatenate([rng.random((B, 9)) < 0.4, np.full((B, 9), 0.5)], 1)))
+    assert bool(b.done.all()) and not bool((b.solved_at > 0).any())
+    return b
+
+
+def test_noisy_machine_on_trial_panels():
+    """The noisy machine on the agent's trial panels too (not only the context): same seed -> same flips; the
+    flip rate is 0.1 on both panel types; each panel's outcome uses that panel's own draw."""
+    b = _noisy_rollout(0)
+    C, T = 4, 10
+    lit, panels, blickets = b.lit.numpy(), b.panels.numpy(), b.blickets.numpy()
+    clean = (panels & blickets[:, None]).any(-1)
+    flip = clean != lit
+    # 4000 x 4 context draws (sd 0.0024) and 4000 x 6 trial draws (sd 0.0019) of p = 0.1: within 5 sd
+    assert abs(flip[:, :C].mean() - 0.1) < 0.012
+    assert abs(flip[:, C:].mean() - 0.1) < 0.01
+    # by hand: panel k lights iff its own uniform < P(lit) = 0.9 with a blicket on, 0.1 without
+    u = b.uniforms.numpy()
+    np.testing.assert_array_equal(lit, u < np.where(clean, 0.9, 0.1))
+    # Flips of neighbouring panels are independent: both flip with probability 0.01 (4000 pairs: sd 0.0016).
+    # A trial answered with the previous panel's draw would make the last context panel and the first trial
+    # flip together about 10 x as often.
+    for k in range(1, T):
+        assert (flip[:, k - 1] & flip[:, k]).mean() < 0.018, k
+    again = _noisy_rollout(0)
+    np.testing.assert_array_equal(again.lit.numpy(), lit)
+    np.testing.assert_array_equal(again.panels.numpy(), panels)
+    other = _noisy_rollout(1)
+    assert (other.lit.numpy() != lit).any()
+
+
 def test_nexiom_budget_and_scoring():
     env = gym.make("causalplay/Nexiom-v0").unwrapped
     env.reset(seed=2)
