@@ -41,17 +41,26 @@ class Module:
     tests: tuple[str, ...]  # pytest selection (files, node ids, -k) whose tests must kill them
 
 
-_TASK_REWARD_ORACLE = tuple(f"tests/test_task.py::{t}" for t in (
+# The tests that pin the machine, the oracle and the reward against hand-derived or brute-force values (the
+# gymnasium conformance tests also reach them but add minutes per surviving mutant and pin nothing numeric).
+_ENV_CORE = tuple(f"tests/test_envs.py::{t}" for t in (
+    "test_timing_context_then_trials", "test_oracle_and_reward_against_brute_force",
+    "test_solving_gives_20_and_ends", "test_jsd_matches_scipy_and_handles_zero_vectors",
+    "test_ivre_episode_distribution", "test_noisy_variant_flips_some_outcomes",
+    "test_noisy_machine_on_trial_panels", "test_machine_p_lit_machine_lit_and_oracle_space_by_hand",
+    "test_oracle_without_table_partial_updates_and_resets_match_brute_force"))
+_ENV_CORE += tuple(f"tests/test_task.py::{t}" for t in (
     "test_ivre_jsd_matches_the_official_formula_on_every_belief",
     "test_all_zero_belief_is_scored_as_the_official_reward_not_as_uniform",
     "test_env_reward_is_minus_one_minus_official_jsd",
-    "test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule"))
+    "test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule",
+    "test_ivre_jsd_numpy_batches_mixed_inputs_and_errors"))
 
 MODULES: dict[str, Module] = {
     "exact": Module(("causalplay/exact.py",), ("tests/test_exact.py",)),
     "eig": Module(("causalplay/eig.py",), ("tests/test_eig.py",)),
-    "machine": Module(("envs/machine.py",), ("tests/test_envs.py",) + _TASK_REWARD_ORACLE),
-    "reward": Module(("envs/reward.py",), ("tests/test_envs.py",) + _TASK_REWARD_ORACLE),
+    "machine": Module(("envs/machine.py",), _ENV_CORE),
+    "reward": Module(("envs/reward.py",), _ENV_CORE),
     "metrics": Module(("causalplay/bench/metrics.py",), ("tests/test_bench.py", "-k", "by_hand or template_folds")),
     "scoring": Module(("causalplay/fitting/scoring.py",), ("tests/test_fit.py",)),
     "validator": Module(("causalplay/data/__init__.py",), ("tests/test_data.py",)),
