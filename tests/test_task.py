@@ -60,6 +60,19 @@ def test_ivre_jsd_numpy_batches_mixed_inputs_and_errors():
         t = ivre_jsd(p, q)
         assert isinstance(t, torch.Tensor) and t.dtype == torch.float64
         np.testing.assert_allclose(t.numpy(), want, rtol=0, atol=1e-12)
+    # a bfloat16 tensor on either side is converted too (numpy has no bfloat16)
+    o16 = torch.from_numpy(o).to(torch.bfloat16)
+    o16_64 = o16.double().numpy()
+    np.testing.assert_allclose(ivre_jsd(o16, b).numpy(), [official_jsd(x, y.astype(np.float64))
+                                                          for x, y in zip(o16_64, b, strict=True)], atol=1e-12)
+    np.testing.assert_allclose(ivre_jsd(b, o16).numpy(), [official_jsd(y.astype(np.float64), x)
+                                                          for x, y in zip(o16_64, b, strict=True)], atol=1e-12)
+    # a belief equal to the oracle up to rounding: the divergence rounds to -2e-16 here; clipped, not NaN
+    near_p = [0.9335828777714443, 0.5426720391197397, 0.8772348928121381, 0.8924769129110319, 0.2633914912573959,
+              0.9626565188959999, 0.5553855327836544, 0.804660982081142, 0.6592340160323437]
+    near_q = [0.9335828777714458, 0.5426720391197398, 0.8772348928121378, 0.8924769129110333, 0.26339149125739575,
+              0.9626565188959999, 0.5553855327836543, 0.8046609820811426, 0.6592340160323438]
+    assert float(ivre_jsd(np.array(near_p), np.array(near_q))) == 0.0
     full = np.full(48, 1 / 48)
     assert float(ivre_jsd(full, full, slots=48)) == 0.0  # N == slots: no empty slot
     one_hot = np.eye(48)[0]

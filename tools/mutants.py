@@ -67,8 +67,28 @@ MODULES: dict[str, Module] = {
     "rules": Module(("causalplay/rules.py",), ("tests/test_rules.py", "tests/test_exact.py")),
 }
 
+_SAME_LIKELIHOOD = ("performance only: the tabulated and the untabulated Oracle updates compute the same float64 "
+                    "likelihoods (integer counts from 0/1 matmuls, the same p_lit); both paths are pinned against "
+                    "brute force")
+_JSD_BOUND = "the Jensen-Shannon divergence (natural log) is at most ln 2 < 1, so the upper clip never acts"
+
 #: mutant name -> why it cannot change behaviour (reviewed by hand; see docs/testing.md)
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "causalplay.envs.reward.x__ivre_jsd__mutmut_67": _JSD_BOUND,  # clip(..., 0.0, None)
+    "causalplay.envs.reward.x__ivre_jsd__mutmut_74": _JSD_BOUND,  # clip(..., 0.0, 2.0)
+    **{f"causalplay.envs.reward.x_ivre_jsd__mutmut_{i}": "one of p, q left uncast on the numpy path: _ivre_jsd "
+       "stacks them with the other (float64), so it computes in float64 from exactly the same values"
+       for i in (33, 35, 37, 39)},
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_16": _SAME_LIKELIHOOD,  # table for N < 10
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_17": _SAME_LIKELIHOOD,  # table for N <= 11
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_27": _SAME_LIKELIHOOD,  # never a table
+    "causalplay.bench.metrics.x_auccess_weights__mutmut_4": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.bench.metrics.x_auccess_weights__mutmut_7": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.bench.metrics.x_assign_split__mutmut_22": "searchsorted never returns < 0: the lower clip never acts",
+    "causalplay.bench.metrics.x_assign_split__mutmut_34": "numpy reads side='RIGHT' as 'right'",
+    "causalplay.bench.metrics.x_stable_unit__mutmut_7": "int.from_bytes defaults to byteorder='big' (Python >= 3.11)",
+    "causalplay.bench.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
+}
 
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
@@ -178,9 +198,11 @@ def summary() -> str:
         if not p.is_file():
             continue
         r = json.loads(p.read_text())
-        surv = len(r["survivors"]) - r["equivalent"]
+        eq = sum(k in EQUIVALENT for k in r["survivors"])  # the current list (reviews may postdate the run)
+        surv = len(r["survivors"]) - eq
+        score = r["killed_or_timeout"] / (r["total"] - eq) if r["total"] > eq else float("nan")
         rows.append(f"| {name} | {', '.join(r['files'])} | {r['total']} | {r['killed_or_timeout']} | "
-                    f"{r['equivalent']} | {surv} | {100 * r['score']:.1f}% | {r['seconds']:.0f} |")
+                    f"{eq} | {surv} | {100 * score:.1f}% | {r['seconds']:.0f} |")
     return "\n".join(rows)
 
 
