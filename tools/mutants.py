@@ -82,6 +82,7 @@ EQUIVALENT: dict[str, str] = {
     "causalplay.envs.machine.xǁOracleǁ__init____mutmut_16": _SAME_LIKELIHOOD,  # table for N < 10
     "causalplay.envs.machine.xǁOracleǁ__init____mutmut_17": _SAME_LIKELIHOOD,  # table for N <= 11
     "causalplay.envs.machine.xǁOracleǁ__init____mutmut_27": _SAME_LIKELIHOOD,  # never a table
+    "causalplay.envs.machine.xǁOracleǁupdate__mutmut_6": "ndarray.astype(None) is astype(float64)",
     "causalplay.bench.metrics.x_auccess_weights__mutmut_4": "np.log of int64 1..K returns the same float64 values",
     "causalplay.bench.metrics.x_auccess_weights__mutmut_7": "np.log of int64 1..K returns the same float64 values",
     "causalplay.bench.metrics.x_assign_split__mutmut_22": "searchsorted never returns < 0: the lower clip never acts",
