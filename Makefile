@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install -q -c constraints.txt
 
-.PHONY: setup system-deps demo test lint bench clean
+.PHONY: setup system-deps demo test lint bench mutants clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,14 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_infer.py
+
+# Mutation testing of the core modules (mutmut, the `mutation` extra; not part of `make test`: it takes tens of
+# minutes). `make mutants MODULES="eig machine"` runs some; results in runs/mutants/<module>/results.json and
+# docs/testing.md.
+MODULES ?=
+mutants: setup
+	$(PIP) -e ".[mutation]"
+	nice -n 10 $(PY) tools/mutants.py $(MODULES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

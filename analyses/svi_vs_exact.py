@@ -83,7 +83,9 @@ def run(cfg: Config) -> dict:
         rows.append(dict(n_objects=n, episodes=len(hs), hypotheses=space.n_hypotheses,
                          blicket_mae=float(eb.mean()), blicket_max=float(eb.max()),
                          rule_mae=float(er.mean()), rule_max=float(er.max()),
-                         exact_seconds=t_exact, svi_seconds=res.seconds, svi_steps=cfg.num_steps))
+                         exact_seconds=t_exact, svi_seconds=res.seconds, svi_steps=cfg.num_steps,
+                         # per episode, so the errors above can be checked against an independent posterior
+                         exact_blicket_probs=exact_b.tolist(), svi_blicket_probs=res.blicket_probs.tolist()))
         (out / "results.json").write_text(json.dumps(rows, indent=2))
         print(rows[-1], flush=True)
     lines = ["| N | hypotheses | blicket MAE | blicket max | rule MAE | rule max | exact s | SVI s |",

@@ -97,7 +97,8 @@ class BlicketEnv(_Single):
     The observation before action ``t`` shows panel ``t``; panels ``1..C`` are context, panel ``t > C`` the
     outcome of the trial in action ``t - 1`` (so the trials of actions ``C..T-1`` run -- 6 in IVRE -- and
     those of actions ``1..C-1`` and ``T`` are ignored). Solving sets ``terminated=True``; after action ``T``
-    (10) ``truncated=True``.
+    (10) ``truncated=True``. Stepping an ended episode raises ``RuntimeError("the episode has ended; call
+    reset()")``.
 
     ## Info
     ``reset``: ``objects`` (N dicts ``shape``/``material``/``color``), ``n_blickets``, ``step``. Every step:

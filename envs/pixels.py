@@ -66,7 +66,8 @@ class PixelBlicketEnv(gymnasium.Env):
     The symbolic env's ``reset`` (objects, blickets, context panels from ``self.np_random``).
 
     ## Episode End
-    The symbolic env's: ``terminated`` when solved, ``truncated`` after ``T`` actions.
+    The symbolic env's: ``terminated`` when solved, ``truncated`` after ``T`` actions; stepping an ended
+    episode raises the symbolic env's ``RuntimeError("the episode has ended; call reset()")``.
 
     ## Arguments
     * ``symbolic_id`` (str): registered symbolic id, e.g. ``"causalplay/IVRE-v0"``.

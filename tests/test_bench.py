@@ -83,6 +83,53 @@ def test_template_folds_partition():
     assert sorted(tested) == sorted(ts)  # every template is held out exactly once
 
 
+def test_metric_boundaries_and_errors_by_hand(monkeypatch):
+    """The edges the tests above do not reach (found by mutation testing, docs/testing.md)."""
+    import hashlib
+
+    import causalplay.bench.metrics as M
+
+    np.testing.assert_allclose(success_curve(np.array([3]), 4), [0, 0, 1, 1])  # one episode is enough
+    for bad in (np.array([]), np.ones((2, 2))):
+        with pytest.raises(ValueError, match=rf"non-empty 1-d array, got shape \({bad.shape[0]},"):
+            success_curve(bad, 3)
+    assert auccess(np.array([5, 0]), 4, 5) == 0.5  # one trial step (K = 1) is allowed
+    with pytest.raises(ValueError, match="horizon=4, n_context=4"):
+        auccess(np.array([1]), 4, 4)
+    # a one-sample test of `a` is not the paired test: differences -1, 2, 3, 4, 5 give W- = 1, p = 2 * 2 / 32
+    stat, p = wilcoxon([1, 2, 3, 4, 5], [2, 0, 0, 0, 0])
+    assert stat == 1 and p == pytest.approx(4 / 32)
+    m, h = mean_ci([1.0, 3.0, 5.0])  # sd 2: half-width = t(0.975, 2) * 2 / sqrt(3)
+    assert m == 3.0 and h == pytest.approx(4.302652729749464 * 2 / math.sqrt(3), rel=1e-9)
+    v32 = np.array([0.1, 0.2, 0.7], dtype=np.float32)  # averaged in float64, not float32
+    assert mean_ci(v32)[0] == pytest.approx(sum(float(x) for x in v32) / 3, rel=0, abs=1e-15)
+    with pytest.raises(ValueError, match="^mean_ci needs at least one value$"):
+        mean_ci([])
+    with pytest.raises(TypeError, match="key must be a str, got 3"):
+        M.stable_unit(3)
+    assert assign_split("abc", (0.8, 0.2, 0.0)) == "train"  # a zero fraction is allowed
+    for bad in ((0.5, 0.5), (1.2, -0.1, -0.1)):
+        with pytest.raises(ValueError, match="fractions must be three numbers"):
+            assign_split("abc", bad)
+    monkeypatch.setattr(M, "stable_unit", lambda key: 0.8)  # on a boundary: [0, 0.8) is train, [0.8, 0.9) dev
+    assert M.assign_split("x") == "dev"
+    monkeypatch.setattr(M, "stable_unit", lambda key: 1.0 - 1e-12)  # fractions summing to 1 - 1e-10 (accepted)
+    assert M.assign_split("x", (0.5, 0.3, 0.2 - 1e-10)) == "test"
+    monkeypatch.undo()
+    # template folds: ranked by the first 8 bytes of sha256 (computed here with hashlib), default 5 folds,
+    # 2 templates are enough, more templates than folds put several in one test fold, dev is one template
+    ts = [f"t{i}" for i in range(7)]
+    rank = sorted(ts, key=lambda t: int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big"))
+    folds = template_folds(ts, n_folds=3)
+    assert [f["test"] for f in folds.values()] == [rank[0::3], rank[1::3], rank[2::3]]
+    assert all(len(f["dev"]) == 1 and f["dev"] == [t for t in rank if t not in f["test"]][:1] for f in folds.values())
+    assert len(template_folds(ts)) == 5
+    two = template_folds(["a", "b"], n_folds=2)
+    assert sorted(two[0]["test"] + two[1]["test"]) == ["a", "b"]
+    with pytest.raises(ValueError, match=r"at least 2 templates, got \['a'\]"):
+        template_folds(["a", "a"])
+
+
 def test_run_episodes_is_deterministic():
     a = run_episodes("causalplay/IVRE-v0", "search-naive", 50, seed=3, shard=1)
     b = run_episodes("causalplay/IVRE-v0", "search-naive", 50, seed=3, shard=1)

@@ -50,6 +50,9 @@ def _copy(tmp_path, edit_file=None, row=None, column=None, value=None):
 CASES = [
     ("tests.csv", 10, "lit", "maybe", "true/false"),
     ("tests.csv", 4, "objects_on", "0 7", "outside range"),
+    ("tests.csv", 4, "objects_on", "0 4", "outside range"),  # the boundary: index == n_objects
+    ("participants.csv", 6, "true_blickets", "4", "outside range"),
+    ("participants.csv", 6, "judged_blickets", "1 4", "outside range"),
     ("tests.csv", 4, "objects_on", "0 x", "indices"),
     ("tests.csv", 4, "objects_on", "1 1", "repeated"),
     ("tests.csv", 7, "participant", "P999", "not in participants.csv"),
@@ -73,6 +76,19 @@ def test_bad_cell_is_reported_with_file_row_column_value(tmp_path, file, row, co
     assert hits, e.value.issues
     assert words in hits[0].problem
     assert f"{file}, row {row + 2}, column {column!r}, value {value!r}" in str(e.value)
+
+
+def test_largest_valid_object_index_is_accepted(tmp_path):
+    """Index n_objects - 1 is the last valid one (the boundary beside the rejected index == n_objects); when
+    n_objects is not given it is the largest index mentioned plus one."""
+    folder = _copy(tmp_path, "tests.csv", 4, "objects_on", "3 0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the edited outcome may be flagged impossible; that is not the point
+        d = load_trials(folder, n_objects=4)
+        assert d.tests.loc[4, "objects_on"] == (0, 3) and d.n_objects == 4
+        assert load_trials(folder).n_objects == 4
+        e = _copy(tmp_path / "e", "participants.csv", 6, "judged_blickets", "6")
+        assert load_trials(e).n_objects == 7
 
 
 def test_duplicate_participant(tmp_path):

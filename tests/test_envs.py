@@ -156,6 +156,15 @@ def test_jsd_matches_scipy_and_handles_zero_vectors():
     np.testing.assert_allclose(got, want, atol=1e-12)
     # all-zero belief counts as uniform
     np.testing.assert_allclose(jsd(torch.ones(1, 9), torch.zeros(1, 9)).numpy(), [0.0], atol=1e-12)
+    # rows summing to less than 1 are normalised too, and float32 rows are computed in float64
+    small_p, small_q = p / 20, q / 30
+    np.testing.assert_allclose(jsd(torch.as_tensor(small_p), torch.as_tensor(small_q)).numpy(), want, atol=1e-12)
+    p32, q32 = p.astype(np.float32), q.astype(np.float32)
+    got32 = jsd(torch.from_numpy(p32), torch.from_numpy(q32))
+    assert got32.dtype == torch.float64
+    np.testing.assert_allclose(got32.numpy(), [jensenshannon(a, b) for a, b in
+                                               zip(p32.astype(np.float64), q32.astype(np.float64), strict=True)],
+                               rtol=0, atol=1e-12)
 
 
 def test_acre_types_hand_examples():
@@ -208,6 +217,108 @@ def test_noisy_variant_flips_some_outcomes():
     clean = (b.panels[:, :4] & b.blickets[:, None]).any(-1)
     flip = (clean != b.lit[:, :4]).double().mean().item()
     assert abs(flip - 0.1) < 0.015  # 16000 draws of p=0.1: sd 0.0024, so 6 sd
+
+
+def _noisy_rollout(seed: int, B: int = 4000):
+    """IVRE-Noisy (flip probability 0.1) run to the horizon with seeded random trials and every belief at 0.5
+    (never solved: solving needs every belief strictly within 0.5 of the truth), so all 6 trial panels run."""
+    b = make_batch("causalplay/IVRE-Noisy-v0", B, seed=seed)
+    b.reset()
+    rng = np.random.default_rng(seed + 1000)
+    for _ in range(10):
+        b.step(torch.as_tensor(np.concatenate([rng.random((B, 9)) < 0.4, np.full((B, 9), 0.5)], 1)))
+    assert bool(b.done.all()) and not bool((b.solved_at > 0).any())
+    return b
+
+
+def test_noisy_machine_on_trial_panels():
+    """The noisy machine on the agent's trial panels too (not only the context): same seed -> same flips; the
+    flip rate is 0.1 on both panel types; each panel's outcome uses that panel's own draw."""
+    b = _noisy_rollout(0)
+    C, T = 4, 10
+    lit, panels, blickets = b.lit.numpy(), b.panels.numpy(), b.blickets.numpy()
+    clean = (panels & blickets[:, None]).any(-1)
+    flip = clean != lit
+    # 4000 x 4 context draws (sd 0.0024) and 4000 x 6 trial draws (sd 0.0019) of p = 0.1: within 5 sd
+    assert abs(flip[:, :C].mean() - 0.1) < 0.012
+    assert abs(flip[:, C:].mean() - 0.1) < 0.01
+    # by hand: panel k lights iff its own uniform < P(lit) = 0.9 with a blicket on, 0.1 without
+    u = b.uniforms.numpy()
+    np.testing.assert_array_equal(lit, u < np.where(clean, 0.9, 0.1))
+    # Flips of neighbouring panels are independent: both flip with probability 0.01 (4000 pairs: sd 0.0016).
+    # A trial answered with the previous panel's draw would make the last context panel and the first trial
+    # flip together about 10 x as often.
+    for k in range(1, T):
+        assert (flip[:, k - 1] & flip[:, k]).mean() < 0.018, k
+    again = _noisy_rollout(0)
+    np.testing.assert_array_equal(again.lit.numpy(), lit)
+    np.testing.assert_array_equal(again.panels.numpy(), panels)
+    other = _noisy_rollout(1)
+    assert (other.lit.numpy() != lit).any()
+
+
+def test_machine_p_lit_machine_lit_and_oracle_space_by_hand():
+    from causalplay.envs.machine import machine_lit, oracle_space, p_lit
+
+    rules = (disjunctive(), conjunctive())
+    k = torch.tensor([0, 1, 2, 1, 3])
+    got = p_lit(rules, torch.tensor([0, 0, 1, 1, 0]), k)  # each entry under its own rule
+    assert got.dtype == torch.float64
+    np.testing.assert_array_equal(got.numpy(), [0, 1, 1, 0, 1])
+    np.testing.assert_allclose(p_lit((disjunctive(noise=0.1),), torch.zeros(3, dtype=torch.long),
+                                     torch.tensor([0, 1, 2])).numpy(), [0.1, 0.9, 0.9], rtol=0, atol=1e-15)
+    # machine_lit lights iff the panel's uniform (in [0, 1)) is strictly below P(lit)
+    blickets = np.array([[True, False, False]] * 3)
+    off, on = np.array([[False, True, True]] * 3), np.array([[True, True, False]] * 3)
+    assert not machine_lit(rules, np.zeros(3, dtype=np.int64), blickets, off, np.array([0.0, 0.5, 0.99])).any()
+    assert machine_lit(rules, np.zeros(3, dtype=np.int64), blickets, on, np.array([0.0, 0.5, 0.99])).all()
+    noisy = (disjunctive(noise=0.1),)
+    np.testing.assert_array_equal(machine_lit(noisy, np.zeros(3, dtype=np.int64), blickets, on,
+                                              np.array([0.8999, 0.9, 0.95])), [True, False, False])
+    np.testing.assert_array_equal(machine_lit(noisy, np.zeros(3, dtype=np.int64), blickets, off,
+                                              np.array([0.0999, 0.1, 0.5])), [True, False, False])
+    # the oracle's space: all 2^N sets, a uniform prior over them, the one rule given, float32 by default
+    sp = oracle_space(conjunctive(), 3)
+    assert sp.sets.shape == (8, 3) and sp.sets.dtype == torch.float32 and sp.rules == (conjunctive(),)
+    np.testing.assert_allclose(sp.set_log_prior.numpy(), np.full(8, -3 * np.log(2)), rtol=1e-6)
+
+
+def test_oracle_without_table_partial_updates_and_resets_match_brute_force():
+    """N = 11 runs the untabulated update; two noisy rules; updates of some rows only; fresh and reset rows are
+    uniform (marginal 0.5). Reference: pure-Python enumeration of the 2 x 2^11 (rule, set) hypotheses."""
+    from causalplay.envs.machine import Oracle
+
+    N, noise = 11, 0.1
+    rules = (disjunctive(noise=noise), conjunctive(noise=noise))
+    o = Oracle(rules, N, 3)
+    np.testing.assert_allclose(o.marginals(), 0.5, rtol=0, atol=1e-15)
+    rng = np.random.default_rng(0)
+    seen = [[], [], []]
+    for step in range(4):
+        rows = None if step % 2 == 0 else np.array([0, 2])
+        idx = [0, 1, 2] if rows is None else [0, 2]
+        trial = rng.random((len(idx), N)) < 0.3
+        lit = rng.random(len(idx)) < 0.5
+        o.update(rows, trial, lit)
+        for j, r in enumerate(idx):
+            seen[r].append((np.flatnonzero(trial[j]).tolist(), bool(lit[j])))
+    for r in range(3):
+        w = np.zeros(N)
+        z = 0.0
+        for code in range(2**N):
+            bits = [(code >> i) & 1 for i in range(N)]
+            for need in (1, 2):  # disjunctive, conjunctive
+                x = 1.0
+                for objs, lit in seen[r]:
+                    on = sum(bits[i] for i in objs) >= need
+                    q = 1 - noise if on else noise
+                    x *= q if lit else 1 - q
+                z += x
+                w += x * np.array(bits)
+        np.testing.assert_allclose(o.marginals()[r], w / z, rtol=0, atol=1e-12)
+    o.reset(np.array([1]))
+    np.testing.assert_allclose(o.marginals()[1], 0.5, rtol=0, atol=1e-15)
+    assert np.abs(o.marginals()[0] - 0.5).max() > 0.01  # the other rows keep their evidence
 
 
 def test_nexiom_budget_and_scoring():

@@ -63,11 +63,23 @@ def test_same_seed_same_episode(env_id, renderer):
 def test_observation_is_the_current_panel(renderer):
     env = gymnasium.make(PIXEL_IDS[0], renderer=renderer, render_mode="rgb_array")
     obs, info = env.reset(seed=3)
+    # Seeded trials with every belief at 0.5: "solved" needs every belief strictly within 0.5 of the truth,
+    # so these actions can never end the episode early (an unseeded sample could, and the next step raised).
+    rng = np.random.default_rng(3)
     for _ in range(3):
         p = env.unwrapped.symbolic.unwrapped.panel()
         np.testing.assert_array_equal(obs, renderer.render(info["objects"], p["on"], p["lit"]))
         np.testing.assert_array_equal(env.render(), obs)
-        obs, *_ = env.step(env.action_space.sample())
+        a = np.concatenate([rng.random(9) < 0.5, np.full(9, 0.5)]).astype(np.float32)
+        obs, _, term, trunc, _ = env.step(a)
+        assert not (term or trunc)
+    # The true blickets as the belief solve the episode; stepping it again raises the documented error.
+    truth = env.unwrapped.symbolic.unwrapped._batch.blickets[0].numpy().astype(np.float32)
+    obs, r, term, trunc, info = env.step(np.concatenate([np.zeros(9, np.float32), truth]))
+    assert term and not trunc and r == 20.0
+    np.testing.assert_array_equal(info["blickets"], truth.astype(bool))
+    with pytest.raises(RuntimeError, match="the episode has ended; call reset"):
+        env.step(np.concatenate([np.zeros(9, np.float32), truth]))
     with pytest.raises(ValueError, match="render_mode"):
         gymnasium.make(PIXEL_IDS[0], render_mode="ansi")
 

@@ -76,8 +76,16 @@ def test_infer_svi_method_and_errors():
         causalplay.infer([([0], True)], 3, method="svi", n_blickets=1, svi_options=dict(num_steps=1))
 
 
-def test_param_store_is_clean():
-    assert len(pyro.get_param_store()) == 0
+def test_svi_fit_leaves_the_callers_param_store_alone():
+    """svi_fit works in its own param-store scope: a parameter the caller set survives unchanged and nothing of
+    the fit's guide leaks into the global store (the autouse fixture emptied it, so the caller's is the only one)."""
+    pyro.param("callers_own", torch.tensor([1.5, -2.0]))
+    hb = HistoryBatch.from_histories([History.from_pairs([([0], True)], 3)], 3, dtype=torch.float32)
+    svi_fit(hb, spec=make_spec(3, "disjunctive", blicket_prior=0.5),
+            options=SVIOptions(num_steps=5, num_particles=4, seed=0))
+    store = pyro.get_param_store()
+    assert set(store.keys()) == {"callers_own"}
+    torch.testing.assert_close(store["callers_own"], torch.tensor([1.5, -2.0]))
 
 
 def test_svi_noise_prior_learns_noise():

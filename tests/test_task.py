@@ -44,6 +44,45 @@ def test_ivre_jsd_matches_the_official_formula_on_every_belief():
             assert abs(got - official_jsd(o, b)) < 1e-9
 
 
+def test_ivre_jsd_numpy_batches_mixed_inputs_and_errors():
+    """The numpy path (the env calls it with [B, N] batches), float32 inputs computed in float64, a torch input
+    on either side giving a tensor back, N == slots allowed, and errors that name the sizes."""
+    rng = np.random.default_rng(1)
+    o = rng.random((6, 9)).astype(np.float32)
+    b = rng.random((6, 9)).astype(np.float32)
+    b[0] = 0.0
+    want = np.array([official_jsd(x.astype(np.float64), y.astype(np.float64)) for x, y in zip(o, b, strict=True)])
+    got = ivre_jsd(o, b)  # one batched call, float32 in
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64 and got.shape == (6,)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ivre_jsd(o.tolist(), b.tolist()), want, rtol=0, atol=1e-12)
+    for p, q in ((torch.from_numpy(o), b), (o, torch.from_numpy(b)), (torch.from_numpy(o), torch.from_numpy(b))):
+        t = ivre_jsd(p, q)
+        assert isinstance(t, torch.Tensor) and t.dtype == torch.float64
+        np.testing.assert_allclose(t.numpy(), want, rtol=0, atol=1e-12)
+    # a bfloat16 tensor on either side is converted too (numpy has no bfloat16)
+    o16 = torch.from_numpy(o).to(torch.bfloat16)
+    o16_64 = o16.double().numpy()
+    np.testing.assert_allclose(ivre_jsd(o16, b).numpy(), [official_jsd(x, y.astype(np.float64))
+                                                          for x, y in zip(o16_64, b, strict=True)], atol=1e-12)
+    np.testing.assert_allclose(ivre_jsd(b, o16).numpy(), [official_jsd(y.astype(np.float64), x)
+                                                          for x, y in zip(o16_64, b, strict=True)], atol=1e-12)
+    # a belief equal to the oracle up to rounding: the divergence rounds to -2e-16 here; clipped, not NaN
+    near_p = [0.9335828777714443, 0.5426720391197397, 0.8772348928121381, 0.8924769129110319, 0.2633914912573959,
+              0.9626565188959999, 0.5553855327836544, 0.804660982081142, 0.6592340160323437]
+    near_q = [0.9335828777714458, 0.5426720391197398, 0.8772348928121378, 0.8924769129110333, 0.26339149125739575,
+              0.9626565188959999, 0.5553855327836543, 0.8046609820811426, 0.6592340160323438]
+    assert float(ivre_jsd(np.array(near_p), np.array(near_q))) == 0.0
+    full = np.full(48, 1 / 48)
+    assert float(ivre_jsd(full, full, slots=48)) == 0.0  # N == slots: no empty slot
+    one_hot = np.eye(48)[0]
+    assert float(ivre_jsd(one_hot, full, slots=48)) == pytest.approx(official_jsd(one_hot, full), abs=1e-12)
+    with pytest.raises(ValueError, match=r"same last size N <= slots, got 49, 49 and slots=48"):
+        ivre_jsd(np.zeros(49), np.zeros(49))
+    with pytest.raises(ValueError, match=r"got 5, 4 and slots=48"):
+        ivre_jsd(np.zeros((2, 5)), np.zeros((2, 4)))
+
+
 def test_all_zero_belief_is_scored_as_the_official_reward_not_as_uniform():
     # Oracle: object 0 is a blicket for sure, the rest unknown. The old plain JSD scored an all-zero belief as
     # the uniform vector; the official one pads with EPS over 48 slots.

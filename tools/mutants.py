@@ -1,0 +1,228 @@
+"""Mutation testing of the core modules with mutmut: ``make mutants`` or ``python tools/mutants.py [MODULE ...]``.
+
+Each module in :data:`MODULES` is mutated on its own, with its own fast test selection (the tests that pin it
+against independently derived values), so a run of one module takes minutes, not the whole suite per mutant.
+
+Why a staging copy: mutmut names a mutant after its file path (``envs/machine.py`` -> ``envs.machine``) and
+only activates it when the running function's ``__module__`` matches, while causalplay installs ``envs/`` and
+``models/`` as ``causalplay.envs`` and ``causalplay.models`` (a package-dir mapping). So every run works in
+``runs/mutants/<module>/``: a copy with the standard layout (``causalplay/`` with ``envs/`` and ``models/`` moved
+inside it), the tests, and a ``pyproject.toml`` holding that module's ``[tool.mutmut]`` section. mutmut puts its
+mutated copy first on ``sys.path``; the editable install's finder is consulted after ``sys.path``, so the
+mutated copy is what the tests import (checked: mutmut's forced-fail run and its test/mutant association check
+both pass before any mutant runs).
+
+Results, per module, in ``runs/mutants/<module>/results.json`` (written as soon as the module finishes):
+counts by status, the mutation score ``killed / (total - equivalent)`` (timeouts count as killed: the tests
+noticed), the survivors with their diffs, and the wall time. ``--summary`` prints the table of every module
+run so far. Mutants proven equivalent are listed in :data:`EQUIVALENT` with the reason (see docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "runs" / "mutants"
+
+
+@dataclass(frozen=True)
+class Module:
+    files: tuple[str, ...]  # repository paths of the files to mutate
+    tests: tuple[str, ...]  # pytest selection (files, node ids, -k) whose tests must kill them
+
+
+# The tests that pin the machine, the oracle and the reward against hand-derived or brute-force values (the
+# gymnasium conformance tests also reach them but add minutes per surviving mutant and pin nothing numeric).
+_ENV_CORE = tuple(f"tests/test_envs.py::{t}" for t in (
+    "test_timing_context_then_trials", "test_oracle_and_reward_against_brute_force",
+    "test_solving_gives_20_and_ends", "test_jsd_matches_scipy_and_handles_zero_vectors",
+    "test_ivre_episode_distribution", "test_noisy_variant_flips_some_outcomes",
+    "test_noisy_machine_on_trial_panels", "test_machine_p_lit_machine_lit_and_oracle_space_by_hand",
+    "test_oracle_without_table_partial_updates_and_resets_match_brute_force"))
+_ENV_CORE += tuple(f"tests/test_task.py::{t}" for t in (
+    "test_ivre_jsd_matches_the_official_formula_on_every_belief",
+    "test_all_zero_belief_is_scored_as_the_official_reward_not_as_uniform",
+    "test_env_reward_is_minus_one_minus_official_jsd",
+    "test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule",
+    "test_ivre_jsd_numpy_batches_mixed_inputs_and_errors"))
+
+MODULES: dict[str, Module] = {
+    "exact": Module(("causalplay/exact.py",), ("tests/test_exact.py",)),
+    "eig": Module(("causalplay/eig.py",), ("tests/test_eig.py",)),
+    "machine": Module(("envs/machine.py",), _ENV_CORE),
+    "reward": Module(("envs/reward.py",), _ENV_CORE),
+    "metrics": Module(("causalplay/bench/metrics.py",), ("tests/test_bench.py", "-k", "by_hand or template_folds")),
+    "scoring": Module(("causalplay/fitting/scoring.py",), ("tests/test_fit.py",)),
+    "validator": Module(("causalplay/data/__init__.py",), ("tests/test_data.py",)),
+    "rules": Module(("causalplay/rules.py",), ("tests/test_rules.py", "tests/test_exact.py")),
+}
+
+_SAME_LIKELIHOOD = ("performance only: the tabulated and the untabulated Oracle updates compute the same float64 "
+                    "likelihoods (integer counts from 0/1 matmuls, the same p_lit); both paths are pinned against "
+                    "brute force")
+_JSD_BOUND = "the Jensen-Shannon divergence (natural log) is at most ln 2 < 1, so the upper clip never acts"
+
+#: mutant name -> why it cannot change behaviour (reviewed by hand; see docs/testing.md)
+EQUIVALENT: dict[str, str] = {
+    "causalplay.envs.reward.x__ivre_jsd__mutmut_67": _JSD_BOUND,  # clip(..., 0.0, None)
+    "causalplay.envs.reward.x__ivre_jsd__mutmut_74": _JSD_BOUND,  # clip(..., 0.0, 2.0)
+    **{f"causalplay.envs.reward.x_ivre_jsd__mutmut_{i}": "one of p, q left uncast on the numpy path: _ivre_jsd "
+       "stacks them with the other (float64), so it computes in float64 from exactly the same values"
+       for i in (33, 35, 37, 39)},
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_16": _SAME_LIKELIHOOD,  # table for N < 10
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_17": _SAME_LIKELIHOOD,  # table for N <= 11
+    "causalplay.envs.machine.xǁOracleǁ__init____mutmut_27": _SAME_LIKELIHOOD,  # never a table
+    "causalplay.envs.machine.xǁOracleǁupdate__mutmut_6": "ndarray.astype(None) is astype(float64)",
+    "causalplay.bench.metrics.x_auccess_weights__mutmut_4": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.bench.metrics.x_auccess_weights__mutmut_7": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.bench.metrics.x_assign_split__mutmut_22": "searchsorted never returns < 0: the lower clip never acts",
+    "causalplay.bench.metrics.x_assign_split__mutmut_34": "numpy reads side='RIGHT' as 'right'",
+    "causalplay.bench.metrics.x_stable_unit__mutmut_7": "int.from_bytes defaults to byteorder='big' (Python >= 3.11)",
+    "causalplay.bench.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
+}
+
+#: statuses mutmut reports; "killed" and "timeout" mean a test noticed
+DETECTED = ("killed", "timeout")
+
+
+def _staged(path: str) -> str:
+    """Repository path -> path in the staging copy (envs/ and models/ live inside causalplay/ there)."""
+    for top in ("envs/", "models/"):
+        if path.startswith(top):
+            return "causalplay/" + path
+    return path
+
+
+def stage(name: str, mod: Module) -> Path:
+    """A fresh staging copy for ``name`` with its ``[tool.mutmut]`` configuration."""
+    dst = OUT / name
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "causalplay", dst / "causalplay", ignore=ignore)
+    shutil.copytree(ROOT / "envs", dst / "causalplay" / "envs", ignore=ignore)
+    shutil.copytree(ROOT / "models", dst / "causalplay" / "models", ignore=ignore)
+    shutil.copytree(ROOT / "tests", dst / "tests", ignore=ignore)
+    for f in mod.files:
+        if not (ROOT / f).is_file():
+            raise FileNotFoundError(f"{name}: {f} does not exist")
+    cfg = {
+        "source_paths": ["causalplay"],
+        "only_mutate": [_staged(f) for f in mod.files],
+        "pytest_add_cli_args_test_selection": list(mod.tests),
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q"],
+        # torch is not fork-safe once its thread pools run: fork mutants from a clean server process
+        "process_isolation": "forkserver",
+        "use_git_change_detection": False,
+    }
+    lines = ["[tool.pytest.ini_options]", 'testpaths = ["tests"]',
+             'markers = ["slow: longer statistical checks", "gpu: needs CUDA"]', "", "[tool.mutmut]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in cfg.items()]
+    (dst / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return dst
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # one thread per worker: the machine's cores are shared (and mutmut runs --max-children workers)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[k] = "1"
+    env.pop("MUTANT_UNDER_TEST", None)
+    return env
+
+
+def run_module(name: str, max_children: int) -> dict:
+    mod = MODULES[name]
+    dst = stage(name, mod)
+    print(f"[{name}] staged in {dst}; mutating {', '.join(mod.files)}; tests {' '.join(mod.tests)}", flush=True)
+    t0 = time.perf_counter()
+    with open(dst / "mutmut.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+                                cwd=dst, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        last = 0.0
+        for line in proc.stdout:  # mutmut redraws a progress line; keep the log, echo it every 30 s
+            log.write(line)
+            if time.perf_counter() - last > 30 or "Stopping early" in line or "failed" in line.lower():
+                print(f"[{name}] {line.strip()[-150:]}", flush=True)
+                last = time.perf_counter()
+        rc = proc.wait()
+    seconds = time.perf_counter() - t0
+    if rc != 0:
+        raise RuntimeError(f"[{name}] mutmut run exited with {rc}; see {dst / 'mutmut.log'}")
+    res = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=dst, env=_env(),
+                         capture_output=True, text=True, check=True)
+    status: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        m = re.match(r"\s*(\S+__mutmut_\d+): (.+)$", line)
+        if m:
+            status[m.group(1)] = m.group(2).strip()
+    counts: dict[str, int] = {}
+    for s in status.values():
+        counts[s] = counts.get(s, 0) + 1
+    survivors = sorted(k for k, s in status.items() if s not in DETECTED)
+    equivalent = [k for k in survivors if k in EQUIVALENT]
+    killed = sum(counts.get(s, 0) for s in DETECTED)
+    denom = len(status) - len(equivalent)
+    diffs = {}
+    for k in survivors:
+        d = subprocess.run([sys.executable, "-m", "mutmut", "show", k], cwd=dst, env=_env(), capture_output=True,
+                           text=True)
+        diffs[k] = d.stdout
+    out = {"module": name, "files": list(mod.files), "tests": list(mod.tests), "total": len(status),
+           "counts": counts, "killed_or_timeout": killed, "equivalent": len(equivalent),
+           "score": killed / denom if denom else float("nan"), "seconds": round(seconds, 1),
+           "max_children": max_children, "survivors": {k: {"status": status[k], "equivalent": EQUIVALENT.get(k),
+                                                            "diff": diffs[k]} for k in survivors}}
+    (dst / "results.json").write_text(json.dumps(out, indent=2))
+    print(f"[{name}] {len(status)} mutants, {killed} killed/timeout, {len(equivalent)} equivalent, "
+          f"{len(survivors) - len(equivalent)} surviving: score {100 * out['score']:.1f}% in {seconds:.0f} s",
+          flush=True)
+    return out
+
+
+def summary() -> str:
+    rows = ["| module | files | mutants | killed | equivalent | surviving | score | wall s |",
+            "|---|---|---|---|---|---|---|---|"]
+    for name in MODULES:
+        p = OUT / name / "results.json"
+        if not p.is_file():
+            continue
+        r = json.loads(p.read_text())
+        eq = sum(k in EQUIVALENT for k in r["survivors"])  # the current list (reviews may postdate the run)
+        surv = len(r["survivors"]) - eq
+        score = r["killed_or_timeout"] / (r["total"] - eq) if r["total"] > eq else float("nan")
+        rows.append(f"| {name} | {', '.join(r['files'])} | {r['total']} | {r['killed_or_timeout']} | "
+                    f"{eq} | {surv} | {100 * score:.1f}% | {r['seconds']:.0f} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", help=f"modules to run (default all): {', '.join(MODULES)}")
+    ap.add_argument("--max-children", type=int, default=2, help="parallel mutant workers (default 2)")
+    ap.add_argument("--summary", action="store_true", help="print the table of the modules run so far and exit")
+    a = ap.parse_args(argv)
+    if a.summary:
+        print(summary())
+        return
+    unknown = [m for m in a.modules if m not in MODULES]
+    if unknown:
+        ap.error(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
+    for name in a.modules or list(MODULES):
+        run_module(name, a.max_children)
+    print(summary())
+
+
+if __name__ == "__main__":
+    main()
