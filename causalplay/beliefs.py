@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -67,8 +67,9 @@ def _trial_sizes(n_objects: int) -> np.ndarray:
 def pick_best(eig: np.ndarray, sizes: np.ndarray) -> int:
     """Index of the largest EIG; EIGs equal after rounding to 12 decimals are ties, broken by fewest objects,
     then position."""
-    r = np.round(eig, 12)
-    tied = np.flatnonzero(r == r.max())
+    near = np.flatnonzero(eig >= eig.max() - 1e-12)  # values equal after rounding differ by < 1e-12
+    r = np.round(eig[near], 12)
+    tied = near[r == r.max()]
     return int(tied[np.argmin(sizes[tied])])
 
 
@@ -204,7 +205,12 @@ class Beliefs:
         self.history = history
         self.episode = episode
         self.threads = threads
-        self._batch = BatchBeliefs(space, self.log_w[None, :], [episode], max_memory=max_memory)
+        self._max_memory = max_memory
+
+    @cached_property
+    def _batch(self) -> BatchBeliefs:
+        # built on first use: infer(h).best_trial() never needs it (the one-history EIG path)
+        return BatchBeliefs(self.space, self.log_w[None, :], [self.episode], max_memory=self._max_memory)
 
     @property
     def n_objects(self) -> int:
@@ -295,7 +301,7 @@ class Beliefs:
         with single_thread(self.threads):
             new = self._batch.update_all([vec], [lit])  # validates lit (booleans or 0/1)
         hist = self.history.append(vec, bool(np.asarray(lit).item())) if self.history is not None else None
-        return Beliefs(self.space, new.log_w[0], hist, self.episode, max_memory=self._batch.max_memory,
+        return Beliefs(self.space, new.log_w[0], hist, self.episode, max_memory=self._max_memory,
                        threads=self.threads)
 
     def to_frame(self) -> pd.DataFrame:

@@ -159,24 +159,32 @@ def eig_one_joint(space: HypothesisSpace, log_w: torch.Tensor) -> np.ndarray | N
     const = _const_entropy(space)
     if const is None or space.n_objects > 10:  # from N = 11 the general path's subset-sum transform is cheaper
         return None
-    Pt = space._cache.get("lit_prob_T_all")
-    if Pt is None:
+    cached = space._cache.get("eig_one_joint")
+    if cached is None:
         P = space.predictive(space.all_trials())
         if space._cache.get(("lit_prob", "all")) is not P:  # too large to cache: the general path chunks
             return None
-        Pt = space._cache["lit_prob_T_all"] = P.T.contiguous()
-    w = log_w.detach().exp()
-    p = torch.mv(Pt, w).cpu().numpy()[: 2**space.n_objects - 1]
+        cached = space._cache["eig_one_joint"] = (P.T.contiguous(), const.cpu().numpy())
+    Pt, const_np = cached
+    if Pt.device.type == "cpu":  # numpy: a small array operation costs a fraction of a torch dispatch
+        w = np.exp(log_w.detach().numpy())
+        p = Pt.numpy() @ w
+    else:
+        w_t = log_w.detach().exp()
+        p, w = torch.mv(Pt, w_t).cpu().numpy(), w_t.cpu().numpy()
+    p = p[: 2**space.n_objects - 1]
     np.clip(p, 0.0, 1.0, out=p)
     q = 1.0 - p
-    tiny = np.finfo(p.dtype).tiny
-    h = np.log(np.maximum(p, tiny)) * p
-    h += np.log(np.maximum(q, tiny)) * q
+    h = np.log(np.maximum(p, _TINY64 if p.dtype == np.float64 else _TINY32)) * p
+    h += np.log(np.maximum(q, _TINY64 if q.dtype == np.float64 else _TINY32)) * q
     h *= -1.0 / _LOG2
     # H(Y | hypothesis) = sum_r P(r) H_b(noise_r) for threshold rules (0 without noise)
-    rule_mass = w.cpu().numpy().reshape(space.n_rules, -1).sum(-1)
-    h -= float(rule_mass @ const.cpu().numpy())
+    h -= float(w.reshape(space.n_rules, -1).sum(-1) @ const_np)
     return np.maximum(h, 0.0, out=h)
+
+
+_TINY64 = float(np.finfo(np.float64).tiny)
+_TINY32 = float(np.finfo(np.float32).tiny)
 
 
 def _all_deterministic(space: HypothesisSpace) -> bool:

@@ -181,7 +181,7 @@ def history_log_posterior(space: HypothesisSpace, trials, lit) -> torch.Tensor |
     import numpy as np
 
     n = space.n_objects
-    idx = (np.asarray(trials, dtype=np.int64) << np.arange(n)).sum(-1) + np.asarray(lit, dtype=np.int64) * 2**n
+    idx = np.asarray(trials, dtype=np.int64) @ (1 << np.arange(n)) + np.asarray(lit, dtype=np.int64) * 2**n
     if space.device.type == "cpu":  # on numpy: a small array operation costs a fraction of a torch dispatch
         tables = space._cache.get("trial_rows_np")
         if tables is None:

@@ -147,6 +147,11 @@ class History:
         trials = np.zeros((len(items), n_objects), dtype=bool)
         lit = np.zeros(len(items), dtype=bool)
         for t, (obj, lt) in enumerate(items):
+            if (type(obj) in (list, tuple) and type(lt) is bool and len(set(obj)) == len(obj)
+                    and all(type(i) is int and 0 <= i < n_objects for i in obj)):  # the common case, directly
+                trials[t, list(obj)] = True
+                lit[t] = lt
+                continue
             trials[t] = parse_trial(obj, n_objects, where=f"history item {t}")
             lit[t] = _parse_lit(lt, f"history item {t}")
         return cls(trials, lit)
