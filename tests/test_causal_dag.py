@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from analysis import load_analysis
 from causalplay.envs import make_batch
 from causalplay.envs.causal_dag import (
     DAGConfig,
@@ -538,16 +539,9 @@ def test_fold_restricts_structures_by_stable_hash():
 
 
 def test_analysis_smoke(tmp_path):
-    import importlib.util
     import json
-    import sys
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "analyses" / "causal_dag_table.py"
-    spec = importlib.util.spec_from_file_location("causal_dag_table", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
+    mod = load_analysis("causal_dag_table")
     mod.main(["--smoke", "--runs-dir", str(tmp_path)])
     out = tmp_path / "causal_dag_smoke"
     rows = json.loads((out / "results.json").read_text())

@@ -1,4 +1,3 @@
-import importlib.util
 import json
 import subprocess
 import sys
@@ -7,6 +6,7 @@ from pathlib import Path
 import brute
 import numpy as np
 import pytest
+from analysis import load_analysis
 from typer.testing import CliRunner
 
 from causalplay.cli import app
@@ -34,10 +34,7 @@ def test_svi_vs_exact_smoke(tmp_path):
     assert row["n_objects"] == 6 and row["episodes"] == 2
     # The exact marginals it compared against = brute-force enumeration (tests/brute.py, no causalplay code) of
     # the same seeded episodes; the reported MAE is the mean |SVI - exact| of the stored per-episode values.
-    spec = importlib.util.spec_from_file_location("svi_vs_exact", ROOT / "analyses" / "svi_vs_exact.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
+    mod = load_analysis("svi_vs_exact")
     cfg = mod.SMOKE
     hs = mod.episodes(6, cfg, np.random.default_rng(cfg.seed))
     rules = ["disjunctive", "conjunctive"]

@@ -1,12 +1,11 @@
 """The analysis script: ``--help`` works, ``--data FOLDER`` runs every stage on a tiny folder in the schema (smoke
 settings) and writes its tables and figures, and bad folders fail with a message naming the problem."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from analysis import load_analysis
 
 from causalplay.data import load_nexiom
 
@@ -15,11 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("nexiom_fit", ROOT / "analyses" / "nexiom_fit.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["nexiom_fit"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_analysis("nexiom_fit")
 
 
 def _write_folder(data, folder: Path) -> Path:

@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 import torch
+from analysis import load_analysis
 from causalplay.envs.blicket import IVRE
 from causalplay.envs.core import BlicketBatch
 from obs import panel_obs
@@ -256,13 +257,8 @@ def test_search_without_eps_keeps_an_exact_half_and_bayes_proba_states_the_class
 
 
 def test_ivre_table_sets_every_paper_row_beside_ours():
-    import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "analyses" / "ivre_table.py"
-    spec = importlib.util.spec_from_file_location("ivre_table", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_analysis("ivre_table")
     assert mod.PAPER[(mod.IVRE, "Search-Naive")] == (1.51, -3.68, 83.80, 9.39)
     assert set(mod.ROWS) == set(mod.PAPER) and len(mod.PAPER) == 13
     table = mod.build(40, 0, (mod.IVRE,))

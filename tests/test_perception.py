@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from analysis import load_analysis
 
 from causalplay.agents import EIGAgent, TaskInfo, make_agent
 from causalplay.agents.pixels import EIGPixelsAgent
@@ -23,11 +22,7 @@ needs_bpy = pytest.mark.skipif(not bpy_available(), reason="bpy (Blender as a Py
 
 
 def _analysis():
-    spec = importlib.util.spec_from_file_location("train_perception", ROOT / "analyses" / "train_perception.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["train_perception"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_analysis("train_perception")
 
 
 class OraclePerception:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from analysis import load_analysis
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -208,14 +209,8 @@ def test_import_causalplay_stays_light():
 
 
 def test_rl_table_smoke(tmp_path):
-    import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "analyses" / "rl_table.py"
-    spec = importlib.util.spec_from_file_location("rl_table", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["rl_table"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
+    mod = load_analysis("rl_table")
     cfg = mod.parse(["--smoke"])
     cfg.out_root = str(tmp_path)
     tab = mod.main(cfg)

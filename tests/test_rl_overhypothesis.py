@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from analysis import load_analysis
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -147,15 +148,8 @@ def test_bad_input(tmp_path):
 
 def test_overhypothesis_rl_analysis_smoke(tmp_path):
     import dataclasses
-    import importlib.util
-    import sys
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "analyses" / "overhypothesis_rl.py"
-    spec = importlib.util.spec_from_file_location("overhypothesis_rl", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["overhypothesis_rl"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
+    mod = load_analysis("overhypothesis_rl")
     summary = mod.run(dataclasses.replace(mod.SMOKE, out=str(tmp_path)))
     out = tmp_path / "overhypothesis_rl_smoke"
     rec = pd.read_csv(out / "records.csv")
