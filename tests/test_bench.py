@@ -174,6 +174,18 @@ def test_cli_bench(tmp_path):
     assert bad.exit_code != 0
 
 
+def test_cli_bench_refuses_pixel_and_symbolic_mixups_before_any_work(tmp_path):
+    from causalplay.cli import app
+
+    cli = CliRunner(env={"COLUMNS": "400"})  # rich wraps error boxes to the terminal width
+    for env, agent, why in (("causalplay/IVRE-Pixels-v0", "eig", "it is a pixel env"),
+                            ("causalplay/IVRE-v0", "eig-pixels", "that agent reads rendered panels")):
+        res = cli.invoke(app, ["bench", "--env", env, "--agents", agent, "--episodes", "2", "--seeds", "1",
+                               "--executor", "serial", "--out", str(tmp_path / "x")])
+        assert res.exit_code == 2 and f"agent '{agent}' cannot play {env}: {why}" in res.output, res.output
+        assert not (tmp_path / "x").exists()
+
+
 def test_eig_learner_plays_nexiom_like_people():
     from causalplay.bench.nexiom import compare_nexiom, run_nexiom
 

@@ -153,7 +153,7 @@ def bench(
     from .executors import check_executor
     from .metrics import wilcoxon
     from .plots import plot_rewards, plot_success
-    from .runner import check_env, run_benchmark, summarise, table, write_results
+    from .runner import check_env, check_pairing, run_benchmark, summarise, table, write_results
     from .shards import RunLocked, atomic_write
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
@@ -187,6 +187,14 @@ def bench(
             horizons[e] = check_env(e)
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="'--env'") from None
+    from causalplay.envs.pixels import PIXEL_IDS
+
+    for a in agent_names:  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
+        for e in env_ids:
+            try:
+                check_pairing(e, a, e in PIXEL_IDS)
+            except ValueError as err:
+                raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     t0 = time.perf_counter()
     try:
         df = run_benchmark(env_ids, agent_names, episodes, range(seeds), out, shard_size=shard_size,

@@ -49,10 +49,7 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     if env.n_context == 0 or not hasattr(env, "config"):
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
-    if bool(getattr(env, "pixels", False)) != bool(getattr(agent, "reads_pixels", False)):
-        raise ValueError(f"agent {agent_name!r} cannot play {env_id}: " + (
-            "it is a pixel env; pick an agent that reads pixels (eig-pixels)" if getattr(env, "pixels", False)
-            else "that agent reads rendered panels; pick a pixel id (causalplay/IVRE-Pixels-v0, EST-Pixels-v1)"))
+    check_pairing(env_id, agent_name, bool(getattr(env, "pixels", False)), agent)
     obs = env.reset()
     agent.reset(TaskInfo.from_env(env), obs)
     while not bool(env.done.all()):
@@ -72,6 +69,20 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     if hasattr(agent, "dialogues"):
         df.attrs["dialogues"] = agent.dialogues()
     return df
+
+
+def check_pairing(env_id: str, agent_name: str, pixels: bool, agent=None) -> None:
+    """``ValueError`` unless the agent and the env agree on pixels (``pixels``: the env renders its panels).
+
+    ``agent`` is the built agent, or None to build ``agent_name`` once (the CLI checks before any work starts)."""
+    if agent is None:
+        from causalplay.agents import make_agent
+
+        agent = make_agent(agent_name, seed=0)
+    if pixels != bool(getattr(agent, "reads_pixels", False)):
+        raise ValueError(f"agent {agent_name!r} cannot play {env_id}: " + (
+            "it is a pixel env; pick an agent that reads pixels (eig-pixels)" if pixels
+            else "that agent reads rendered panels; pick a pixel id (causalplay/IVRE-Pixels-v0, EST-Pixels-v1)"))
 
 
 def check_env(env_id: str, env_kwargs: dict | None = None) -> tuple[int, int]:
