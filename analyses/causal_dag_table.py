@@ -32,9 +32,9 @@ class Config:
     seeds: tuple[int, ...] = (0,)
     splits: tuple[str, ...] = ("train", "test")
     linear: tuple[bool, ...] = (False, True)
-    notears_episodes: int = 200
+    notears_episodes: int = 1000
     bayes_episodes: int = 1000
-    bayes_action_episodes: int = 250
+    bayes_action_episodes: int = 1000
     bc_episodes: int = 20000
     bc_epochs: int = 15
     runs_dir: str = "runs"
