@@ -10,6 +10,7 @@ from causalplay.envs import SEQUENCE_IDS, make_batch
 from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 from causalplay.envs.vector import TaskVectorEnv
 from gymnasium.utils.env_checker import check_env
+from vector_check import assert_vector_equals_singles
 
 import causalplay  # noqa: F401  (registers the ids)
 from causalplay.agents import EIGAgent, TaskInfo, TransferEIGAgent, make_agent
@@ -114,26 +115,7 @@ def test_make_vec_is_native_and_equals_single_envs():
     venv = gym.make_vec(ID, num_envs=B, n_episodes=2)
     singles = [gym.make(ID, n_episodes=2) for _ in range(B)]
     assert isinstance(venv.unwrapped, TaskVectorEnv)
-    vobs, _ = venv.reset(seed=seed)
-    np.testing.assert_array_equal(vobs, np.stack([e.reset(seed=seed + i)[0] for i, e in enumerate(singles)]))
-    rng = np.random.default_rng(0)
-    ended, n_ends = [False] * B, 0
-    for _ in range(45):
-        a = rng.random((B, 18)).astype(np.float32)
-        vobs, vr, vterm, vtrunc, _ = venv.step(a)
-        for i, e in enumerate(singles):
-            if ended[i]:
-                o, _ = e.reset()
-                r, te, tr = 0.0, False, False
-                ended[i] = False
-            else:
-                o, r, te, tr, _ = e.step(a[i])
-                ended[i] = te or tr
-                n_ends += ended[i]
-            np.testing.assert_array_equal(vobs[i], o)
-            assert (vterm[i], vtrunc[i]) == (te, tr)
-            assert vr[i] == pytest.approx(r, abs=1e-12)
-    assert n_ends >= B
+    assert_vector_equals_singles(venv, singles, seed, steps=45)
 
 
 def test_single_env_info_and_errors():
