@@ -180,8 +180,23 @@ class History:
         return [(tuple(np.flatnonzero(t).tolist()), bool(lt)) for t, lt in zip(self.trials, self.lit, strict=True)]
 
 
+class _BatchShape:
+    """``batch_size`` (first axis) and ``n_objects`` (last axis) of a ``trials`` tensor, shared by
+    :class:`HistoryBatch` ``[B, T, N]`` and :class:`causalplay.overhypothesis.SequenceBatch` ``[B, K, T, N]``."""
+
+    trials: torch.Tensor
+
+    @property
+    def batch_size(self) -> int:
+        return self.trials.shape[0]
+
+    @property
+    def n_objects(self) -> int:
+        return self.trials.shape[-1]
+
+
 @dataclass(frozen=True)
-class HistoryBatch:
+class HistoryBatch(_BatchShape):
     """``B`` histories padded to a common length ``T``.
 
     Attributes
@@ -216,14 +231,6 @@ class HistoryBatch:
             torch.as_tensor(lit, device=device).to(dtype),
             torch.as_tensor(mask, device=device),
         )
-
-    @property
-    def batch_size(self) -> int:
-        return self.trials.shape[0]
-
-    @property
-    def n_objects(self) -> int:
-        return self.trials.shape[-1]
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> HistoryBatch:
         dt = dtype or self.trials.dtype

@@ -42,7 +42,7 @@ import pandas as pd
 import torch
 
 from ._validate import choice, integer, real
-from .history import History
+from .history import History, _BatchShape
 from .rules import Rule, Sigmoid, make_rules
 from .spec import HypothesisSpace, WorldSpec
 
@@ -55,7 +55,7 @@ METHODS = ("auto", "exact", "nuts", "svi")
 
 # -- data ----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SequenceBatch:
+class SequenceBatch(_BatchShape):
     """``B`` learners' sequences of ``K`` episodes, padded: ``trials [B, K, T, N]`` (0/1 float), ``lit [B, K, T]``,
     ``mask [B, K, T]`` bool (False on padding; an all-False episode is absent and contributes nothing).
 
@@ -71,14 +71,6 @@ class SequenceBatch:
     @property
     def shape(self) -> tuple[int, int, int, int]:
         return tuple(self.trials.shape)
-
-    @property
-    def batch_size(self) -> int:
-        return self.trials.shape[0]
-
-    @property
-    def n_objects(self) -> int:
-        return self.trials.shape[-1]
 
     @classmethod
     def from_sequences(cls, sequences: Sequence, n_objects: int | None = None, *,
