@@ -175,8 +175,9 @@ def eig_one_joint(space: HypothesisSpace, log_w: torch.Tensor) -> np.ndarray | N
     p = p[: 2**space.n_objects - 1]
     np.clip(p, 0.0, 1.0, out=p)
     q = 1.0 - p
-    h = np.log(np.maximum(p, _TINY64 if p.dtype == np.float64 else _TINY32)) * p
-    h += np.log(np.maximum(q, _TINY64 if q.dtype == np.float64 else _TINY32)) * q
+    tiny = _TINY64 if p.dtype == np.float64 else _TINY32
+    h = np.log(np.maximum(p, tiny)) * p
+    h += np.log(np.maximum(q, tiny)) * q
     h *= -1.0 / _LOG2
     # H(Y | hypothesis) = sum_r P(r) H_b(noise_r) for threshold rules (0 without noise)
     h -= float(w.reshape(space.n_rules, -1).sum(-1) @ const_np)
