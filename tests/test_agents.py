@@ -316,6 +316,12 @@ def test_agent_specs_with_options():
     with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
         make_agent("planner:depth=two")
     assert parse_agent_spec("rl:path=runs/rl/ppo-ff") == ("rl", {"path": "runs/rl/ppo-ff"})
+    from causalplay.agents import agent_label
+
+    assert agent_label("planner:depth=2") == "planner:depth=2"  # a spec is its own row
+    assert agent_label("rl:path=nowhere:name=mine") == "mine"
+    with pytest.raises(ValueError, match="needs path=DIR"):
+        agent_label("rl")
     with pytest.raises(ValueError, match="has unbalanced brackets"):
         parse_agent_spec("planner:depth=[2")
     with pytest.raises(ValueError, match="is not a valid Python literal"):
