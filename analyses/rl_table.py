@@ -73,6 +73,14 @@ def row_of(folder: str) -> str:
     return re.sub(r"-s\d+$", "", folder)
 
 
+def paper_row(row: str) -> str | None:
+    """The papers' row a row of ours stands beside: ``ddpg-ff-4m`` -> ``ddpg-ff`` (a budget suffix such as
+    ``-4m`` or ``-10m`` names a longer run of the same agent); ``None`` for belief-input rows (no paper row)."""
+    if "-belief" in row:
+        return None
+    return re.sub(r"-\d+(?:\.\d+)?[km]$", "", row)
+
+
 def train_smoke(cfg: Config, root: Path) -> None:
     from causalplay.rl.train import TrainConfig, train
 
@@ -140,8 +148,7 @@ def summarise(cfg: Config, runs: dict[str, Path], df: pd.DataFrame) -> pd.DataFr
             rec[col], rec[col + "_ci"] = m, h
         rec["test_fold_acc"] = 100 * float(np.mean([r["test_acc"] for r in per_run]))
         rec["test_fold_episodes"] = int(np.sum([r["test_n"] for r in per_run]))
-        paper = PAPER.get((cfg.env, row.removesuffix("-belief")), (None,) * 4) if not row.endswith("-belief") \
-            else (None,) * 4
+        paper = PAPER.get((cfg.env, paper_row(row)), (None,) * 4)
         rec.update(dict(zip(("paper_context_acc", "paper_context_reward", "paper_episode_acc",
                              "paper_episode_reward"), paper, strict=True)))
         rows.append(rec)
@@ -186,7 +193,7 @@ def main(cfg: Config) -> pd.DataFrame:
     text = markdown(tab, cfg)
     plot_curves({n: d for n, d in runs.items()}, out / "learning_curves.png")
     # cross-template: the best non-belief row, trained on the disjunctive env, scored on the conjunctive one
-    pure = tab[~tab.row.str.endswith("-belief")]
+    pure = tab[[paper_row(r) is not None for r in tab.row]]
     best = (pure if len(pure) else tab).sort_values("episode_reward").iloc[-1].row
     cross_runs = {n: d for n, d in runs.items() if row_of(n) == best}
     cdf = score(cfg, cross_runs, cfg.cross_env, out / "bench_cross")

@@ -222,6 +222,15 @@ def test_rl_table_smoke(tmp_path):
     assert "| ppo-ff | 1 | 128 |" in (out / "table.md").read_text()
 
 
+def test_rl_table_pairs_rows_with_the_papers_rows():
+    mod = load_analysis("rl_table")
+    # a budget suffix names a longer run of the same agent; belief-input rows have no paper row
+    assert [mod.paper_row(r) for r in ("ddpg-ff", "ddpg-ff-4m", "td3-re-10m", "ppo-ff-belief",
+                                        "ppo-ff-belief-10m", "ppo-ff-2.5m")] == \
+        ["ddpg-ff", "ddpg-ff", "td3-re", None, None, "ppo-ff"]
+    assert mod.row_of("ddpg-ff-4m-s12") == "ddpg-ff-4m"
+
+
 def test_bench_cli_names_rl_rows_and_refuses_a_clash(runs, tmp_path):
     from typer.testing import CliRunner
 
