@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -447,7 +448,8 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--smoke", action="store_true", help="tiny settings that run in seconds (checks the pipeline)")
     ap.add_argument("--stages", help="comma-separated subset of: " + ",".join(STAGES))
     ap.add_argument("--models", help="comma-separated choice models to compare (default: all registered)")
-    ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: eig_sweep)")
+    ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: eig_sweep); modifiers as in "
+                    "get_model, e.g. 'eig_sweep+shared(gamma,stop_a)'")
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
     ap.add_argument("--max-participants", type=int)
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
@@ -466,7 +468,8 @@ def parse_args(argv: list[str]) -> Config:
     if a.stages:
         over["stages"] = tuple(a.stages.split(","))
     if a.models:
-        over["models"] = tuple(a.models.split(","))
+        # commas inside "+shared(a,b)" belong to the model name
+        over["models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.models))
     cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
     if a.data is not None and not Path(a.data).is_dir():
         ap.error(f"--data {a.data!r} is not a folder")

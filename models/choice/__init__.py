@@ -23,6 +23,8 @@ eig_plus_sweep     beta * EIG + delta * sweep                    (ablation)
 
 from __future__ import annotations
 
+import re
+
 from .base import (
     RULE_PARAMS,
     STOP_PARAMS,
@@ -72,14 +74,22 @@ def get_model(name: str | ChoiceModel, judgement: str | JudgementModel | None = 
     judgement model (``"sample"`` or ``"softmax"``).
 
     ``"<name>+transfer"`` is the model with the weight of a rule prior transferred from earlier rounds
-    (:meth:`ChoiceModel.with_transfer`; multi-round data, ``LearnerConfig(transfer=True)``).
+    (:meth:`ChoiceModel.with_transfer`; multi-round data, ``LearnerConfig(transfer=True)``);
+    ``"<name>+shared(a,b)"`` the model with participant-level parameters ``a`` and ``b`` shared by everybody
+    (:meth:`ChoiceModel.with_shared`). Modifiers combine in either order (``"eig_sweep+shared(gamma)+transfer"``).
     """
     if isinstance(name, ChoiceModel):
         cm = name
-    elif isinstance(name, str) and name in REGISTRY:
-        cm = REGISTRY[name]
-    elif isinstance(name, str) and name.endswith("+transfer") and name.removesuffix("+transfer") in REGISTRY:
-        cm = REGISTRY[name.removesuffix("+transfer")].with_transfer()
+    elif isinstance(name, str) and name.split("+")[0] in REGISTRY:
+        cm = REGISTRY[name.split("+")[0]]
+        for mod in re.findall(r"\+(transfer|shared\([^()]*\)|[^+]*)", name[len(name.split("+")[0]):]):
+            if mod == "transfer":
+                cm = cm.with_transfer()
+            elif mod.startswith("shared(") and mod.endswith(")"):
+                cm = cm.with_shared([n.strip() for n in mod[7:-1].split(",") if n.strip()])
+            else:
+                raise ValueError(f"unknown modifier {'+' + mod!r} in choice model {name!r}; expected "
+                                 "'+transfer' or '+shared(param,...)'")
     else:
         raise ValueError(f"unknown choice model {name!r}; available: {available_models()}")
     return cm if judgement is None else cm.with_judgement(judgement)

@@ -33,7 +33,8 @@ registry in :mod:`causalplay.models.choice` lists every model by name.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -423,12 +424,37 @@ class ChoiceModel:
 
     #: True for a ``+transfer`` model (:meth:`with_transfer`)
     transfer: bool = False
+    #: participant-level parameters made one value for everybody (:meth:`with_shared`)
+    shared: frozenset = frozenset()
 
     def all_params(self) -> tuple[Param, ...]:
         """Set-choice parameters, then the shared rule prior (and the transfer weight of a ``+transfer`` model),
-        stopping, lapse and judgement parameters."""
-        return (tuple(self.params) + RULE_PARAMS + (TRANSFER_PARAMS if self.transfer else ()) + STOP_PARAMS
-                + tuple(self.judge.params))
+        stopping, lapse and judgement parameters (those named in :attr:`shared` at ``level="shared"``)."""
+        ps = (tuple(self.params) + RULE_PARAMS + (TRANSFER_PARAMS if self.transfer else ()) + STOP_PARAMS
+              + tuple(self.judge.params))
+        return tuple(replace(p, level="shared") if p.name in self.shared else p for p in ps)
+
+    def with_shared(self, names) -> ChoiceModel:
+        """A copy named ``<name>+shared(a,b)`` in which the participant-level parameters ``names`` take one value
+        for everybody.
+
+        For parameters the design cannot recover per participant (their fitted population spread is near 0, so a
+        hierarchical fit puts a funnel at ``sigma -> 0`` that NUTS mixes poorly in): sharing them removes the
+        funnel and answers the only question the data can -- the population's value.
+        """
+        names = frozenset([names] if isinstance(names, str) else names)
+        level = {p.name: p.level for p in self.all_params()}
+        bad = sorted(n for n in names if level.get(n) != "participant" or n in self.shared)
+        if bad or not names:
+            choices = sorted(n for n, lv in level.items() if lv == "participant")
+            raise ValueError(f"with_shared: {bad or sorted(names)} of model {self.name!r} cannot be made shared; "
+                             f"expected a non-empty subset of its participant-level parameters {choices}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.shared = self.shared | names
+        base = re.sub(r"\+shared\([^()]*\)", "", self.name)
+        new.name = f"{base}+shared({','.join(sorted(new.shared))})"
+        return new
 
     def with_transfer(self) -> ChoiceModel:
         """A copy named ``<name>+transfer`` with the participant-level weight ``transfer`` of the rule prior

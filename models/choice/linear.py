@@ -47,11 +47,12 @@ class LinearChoice(ChoiceModel):
         return out
 
     def __reduce__(self):  # picklable (worker processes) without the judgement's class identity issues
-        return (_rebuild, (self.name, self.terms, self.description, self.judgement, self.transfer))
+        return (_rebuild, (self.name, self.terms, self.description, self.judgement, self.transfer, self.shared))
 
 
-def _rebuild(name, terms, description, judgement, transfer=False):
+def _rebuild(name, terms, description, judgement, transfer=False, shared=frozenset()):
     m = LinearChoice(name, terms, description)
     m.judgement = judgement
     m.transfer = transfer
+    m.shared = frozenset(shared)
     return m
