@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
-from causalplay.models.choice import MAIN_MODELS, REGISTRY, build_features, get_model  # noqa: E402
+from causalplay.models.choice import MAIN_MODELS, build_features, get_model  # noqa: E402
 
 import causalplay  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
@@ -406,9 +406,8 @@ def run(cfg: Config) -> dict:
     unknown = [s for s in cfg.stages if s not in STAGES]
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
-    bad = [m for m in cfg.models + (cfg.main_model,) + cfg.model_recovery_models if m not in REGISTRY]
-    if bad:
-        raise ValueError(f"unknown model(s) {bad}; available: {sorted(REGISTRY)}")
+    for m in cfg.models + (cfg.main_model,) + cfg.model_recovery_models:
+        get_model(m)  # fails early, naming the model and what is available (modifiers such as +shared(...) too)
 
     def save():
         _write_json(out / "results.json", res)
