@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 IVRE, EST = "causalplay/IVRE-v0", "causalplay/EST-v1"
 
@@ -62,6 +63,8 @@ class Config:
     eval_seeds: int = 5
     workers: int = 1
     smoke: bool = False
+    #: episodes of the belief-input rows' trials-vs-belief diagnosis (:func:`belief_diagnosis`)
+    diagnosis_episodes: int = 2000
     #: smoke setting: tiny runs trained here (agent, steps) on tiny networks
     smoke_runs: tuple = (("ppo", 128), ("recurrent-td3", 128))
     out_root: str = "runs"
@@ -175,6 +178,49 @@ def markdown(tab: pd.DataFrame, cfg: Config) -> str:
     return "\n".join(lines) + "\n"
 
 
+def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[str, dict[str, float]]:
+    """Is a belief-input policy limited by the trials it runs or by the beliefs it reports?
+
+    The same ``episodes`` (``make_batch(env, episodes, seed=[seed, 0])``, the benchmark's shard ``[seed, 0]``)
+    played three ways: ``policy``, the policy as trained; ``exact-belief``, the policy's trials with its beliefs
+    replaced by the EIG agent's (exact posterior, MAP guess, a guess the env did not accept excluded); ``eig``, the
+    EIG agent alone. ``exact-belief`` far below ``eig``: the policy's trials do not gather the evidence;
+    ``exact-belief`` far above ``policy``: its belief readout is the limit.
+    """
+    from causalplay.envs import make_batch
+
+    from causalplay.agents import TaskInfo, make_agent
+
+    def play(mode: str) -> dict[str, float]:
+        # the policy reads the "history" observation and the EIG agent the panel one: two copies of the same
+        # batch (same seed: same episodes and machine noise), stepped with the same actions
+        rl = make_agent(f"rl:path={run}", seed=seed) if mode != "eig" else None
+        eig = make_agent("eig", seed=seed) if mode != "policy" else None
+        hist = make_batch(env, episodes, seed=[seed, 0], obs_mode="history")
+        panel = make_batch(env, episodes, seed=[seed, 0])
+        obs_h, obs_p = hist.reset(), panel.reset()
+        if rl is not None:
+            rl.reset(TaskInfo.from_env(hist), obs_h)
+        if eig is not None:
+            eig.reset(TaskInfo.from_env(panel), obs_p)
+        n = hist.config.n_objects
+        while not bool(hist.done.all()):
+            active = ~hist.done
+            a = rl.act(obs_h, active) if rl is not None else None
+            if eig is not None:
+                b = eig.act(obs_p, active)
+                a = b if a is None else torch.cat([a[:, :n], b[:, n:].to(a.dtype)], 1)
+            obs_h, _, _, _ = hist.step(a)
+            obs_p, _, _, _ = panel.step(a)
+            assert bool((hist.done == panel.done).all())  # the two copies cannot drift apart
+        rec = hist.record()
+        return {"context_acc": 100 * float(np.mean(rec["context_solved"])),
+                "episode_acc": 100 * float(np.mean(rec["episode_solved"])),
+                "episode_reward": float(np.mean(rec["episode_reward"]))}
+
+    return {mode: play(mode) for mode in ("policy", "exact-belief", "eig")}
+
+
 def plot_rows(runs: dict[str, Path], path: Path) -> None:
     """Held-out learning curves, one colour per row: each training seed a thin line, their mean (over the
     evaluation steps all seeds reached) a thick one; log-scaled steps, since budgets span 10^5 to 10^7."""
@@ -233,6 +279,19 @@ def main(cfg: Config) -> pd.DataFrame:
     ctab = summarise(Config(**{**cfg.__dict__, "env": cfg.cross_env}), cross_runs, cdf)
     cross = markdown(ctab, Config(**{**cfg.__dict__, "env": cfg.cross_env}))
     (out / "cross_template.md").write_text(f"Trained on {cfg.env}, scored on {cfg.cross_env}:\n\n{cross}")
+    # belief-input rows: trials or belief readout? (each training seed on the same held-out episodes)
+    diag = []
+    for n, d in runs.items():
+        if "-belief" in row_of(n):
+            res = belief_diagnosis(d, cfg.env, cfg.diagnosis_episodes)
+            diag.append({"run": n, **{f"{k}_{m}": v for k, r in res.items() for m, v in r.items()}})
+    if diag:
+        dd = pd.DataFrame(diag)
+        dd.to_csv(out / "belief_diagnosis.csv", index=False)
+        text += (f"\nBelief-input rows, {cfg.diagnosis_episodes} episodes each (episode Acc %): the policy / its "
+                 "trials with the exact posterior as the belief / the EIG agent\n\n"
+                 + "\n".join(f"- {r.run}: {r['policy_episode_acc']:.1f} / {r['exact-belief_episode_acc']:.1f} / "
+                             f"{r['eig_episode_acc']:.1f}" for _, r in dd.iterrows()) + "\n")
     (out / "table.md").write_text(text)
     print(text)
     print(f"cross-template ({best}): trained on {cfg.env}, scored on {cfg.cross_env}\n{cross}")
@@ -255,12 +314,10 @@ def parse(argv=None) -> Config:
     cfg = Config(name=a.name, runs=a.runs, env=a.env, cross_env=a.cross_env, episodes=a.episodes,
                  eval_seeds=a.eval_seeds, workers=a.workers, smoke=a.smoke)
     if cfg.smoke:
-        cfg.episodes, cfg.eval_seeds, cfg.name = 100, 2, f"{cfg.name}_smoke"
+        cfg.episodes, cfg.eval_seeds, cfg.name, cfg.diagnosis_episodes = 100, 2, f"{cfg.name}_smoke", 40
     return cfg
 
 
 if __name__ == "__main__":
-    import torch
-
     torch.set_num_threads(1)
     main(parse())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -220,6 +221,23 @@ def test_rl_table_smoke(tmp_path):
     assert tab.set_index("row").loc["ppo-ff", "paper_episode_acc"] == 28.56
     assert (out / "learning_curves.png").is_file() and (out / "cross_template.md").is_file()
     assert "| ppo-ff | 1 | 128 |" in (out / "table.md").read_text()
+
+
+def test_belief_diagnosis_plays_the_benchmarks_episodes(runs):
+    """The diagnosis's 'policy' and 'eig' modes are the benchmark's rl and eig rows on the same episodes (seed
+    [7, 0]); its 'exact-belief' mode keeps the policy's trials, so the context panels (no trial yet) are judged
+    by the exact posterior alone and must match the eig agent's context score, which is also that posterior."""
+    from causalplay.bench.runner import run_episodes
+
+    mod = load_analysis("rl_table")
+    d = runs["ppo-belief"]
+    res = mod.belief_diagnosis(Path(d), ENV, 64, seed=7)
+    pol = run_episodes(ENV, f"rl:path={d}", 64, seed=7, shard=0)
+    eig = run_episodes(ENV, "eig", 64, seed=7, shard=0)
+    assert res["policy"]["episode_acc"] == pytest.approx(100 * pol.episode_solved.mean(), abs=1e-9)
+    assert res["policy"]["episode_reward"] == pytest.approx(pol.episode_reward.mean(), abs=1e-9)
+    assert res["eig"]["episode_acc"] == pytest.approx(100 * eig.episode_solved.mean(), abs=1e-9)
+    assert res["exact-belief"]["context_acc"] == pytest.approx(100 * eig.context_solved.mean(), abs=1e-9)
 
 
 def test_rl_table_pairs_rows_with_the_papers_rows():
