@@ -50,6 +50,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("rl")
     out = {a: train(tiny(a, root / a), progress=False) for a in ALGOS}
     out["ppo-belief"] = train(tiny("ppo", root / "ppo-belief", belief_input=True), progress=False)
+    out["ppo-tracked"] = train(tiny("ppo", root / "ppo-tracked", belief_tracker=True), progress=False)
     return out
 
 
@@ -74,6 +75,56 @@ def test_belief_features_equal_the_exact_posterior():
         a = agent.act(pobs, active)
         pobs, *_ = panel.step(a)
         obs, *_ = env.step(a)
+
+
+def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_excluded():
+    """The tracked features = agents.posterior.Posterior (another code path: the core engine's observe()) after
+    excluding every set the env rejected (the episode went on), with its MAP set; random beliefs make guesses."""
+    B, N = 32, 9
+    env = make_batch("causalplay/IVRE-Noisy-v0", B, seed=5, obs_mode="history")
+    panel = make_batch("causalplay/IVRE-Noisy-v0", B, seed=5)
+    obs, pobs = env.reset(), panel.reset()
+    fm = FeatureMap.for_task(env, tracker=True)
+    fm.reset(B)
+    assert fm.size == env.obs_size + 2 * N
+    post = Posterior(TaskInfo.from_env(panel), B, dtype=torch.float64)
+    rng = np.random.default_rng(0)
+    excluded = 0
+    for _ in range(env.horizon):
+        active = ~panel.done
+        post.update(pobs[:, :N] > 0.5, pobs[:, N] > 0.5, active)
+        post.condition_count((pobs[:, N + 1] * N).round().long())
+        w = post.log_w.exp()
+        probs = (w / w.sum(-1, keepdim=True)).reshape(B, -1, post.S).sum(1)  # [B, S] sets, rules summed out
+        f = fm(obs)
+        on = active.numpy()
+        np.testing.assert_allclose(f[on, env.obs_size:env.obs_size + N], (probs @ post.space.sets)[active].numpy(),
+                                   atol=1e-6)
+        top2 = probs.topk(2, -1).values
+        clear = (active & (top2[:, 0] - top2[:, 1] > 1e-9)).numpy()  # MAP not a float tie
+        np.testing.assert_array_equal(f[clear, -N:], post.space.sets[probs.argmax(-1)][torch.from_numpy(clear)])
+        belief = rng.uniform(0.0, 1.0, (B, N))
+        a = np.concatenate([rng.uniform(0.0, 1.0, (B, N)), belief], 1)
+        pobs, *_ = panel.step(a)
+        obs, *_ = env.step(a)
+        codes = torch.from_numpy(((belief > 0.5) << np.arange(N)).sum(1))
+        post.exclude(codes, ~panel.done)  # the env went on: that guess was wrong
+        excluded += int((~panel.done).sum())
+    assert excluded > 100
+
+
+def test_belief_tracker_forgets_at_a_vector_envs_auto_reset():
+    env = make_train_env(ENV, 4, seed=0, tracker=True)
+    obs = env.reset()
+    assert obs.shape == (4, 111 + 18)
+    guess = np.concatenate([-np.ones((4, 9)), np.where(np.arange(9) < 3, 1.0, -1.0)[None].repeat(4, 0)], 1)
+    for _ in range(env.horizon):  # the same wrong guess (or a solve) every step, until every row has ended once
+        obs, _, done, infos = env.step(guess.astype(np.float32))
+    assert done.all()  # IVRE-v0 has T = 10 for every row
+    fresh = FeatureMap.for_task(env.venv.task, tracker=True)
+    fresh.reset(4)
+    np.testing.assert_array_equal(obs, fresh(env.venv.task.observation().numpy()))
+    assert not env.features._rejected.any() and (env.features._steps == 1).all()
 
 
 def test_rule_marginals_when_the_rule_varies():
@@ -134,7 +185,7 @@ def test_every_algorithm_trains_and_round_trips(runs, agent, tmp_path):
 def test_bench_rl_agent_equals_the_policy_by_hand(runs):
     from causalplay.bench.runner import run_episodes
 
-    for key in ("ppo-belief", "recurrent-td3"):
+    for key in ("ppo-belief", "ppo-tracked", "recurrent-td3"):
         d = runs[key]
         df = run_episodes(ENV, f"rl:path={d}", 64, seed=3, shard=1)
         assert set(df.agent) == {f"rl:path={d}"}  # shards keep the spec; the bench names the row (below)
@@ -142,7 +193,8 @@ def test_bench_rl_agent_equals_the_policy_by_hand(runs):
         pol = load_policy(d)
         env = make_batch(ENV, 64, seed=[3, 1], obs_mode="history")
         obs = env.reset()
-        fm = FeatureMap.for_task(env, belief=pol.config.belief_input)
+        fm = FeatureMap.for_task(env, belief=pol.config.belief_input, tracker=pol.config.belief_tracker)
+        fm.reset(64)
         pol.reset(64)
         while not bool(env.done.all()):
             obs, *_ = env.step(to_env_action(pol.act(fm(obs))))
@@ -181,6 +233,10 @@ def test_bad_input(tmp_path):
         TrainConfig(agent="ppo", out=str(tmp_path), hyper={"lr": 1.0})
     with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
         TrainConfig(agent="ppo", out=str(tmp_path), steps=0)
+    for env in ("causalplay/IVRE-Pixels-v0", "causalplay/Overhypothesis-v0"):
+        with pytest.raises(ValueError, match=f"--belief-tracker needs a symbolic Blicket id.*'{env}'"):
+            TrainConfig(agent="ppo", out=str(tmp_path), env=env, belief_tracker=True)
+    assert TrainConfig(agent="ppo", out=str(tmp_path), belief_tracker=True).name == "ppo-ff-belief-tracked"
     with pytest.raises(FileNotFoundError, match="no/such/dir"):
         make_agent(f"rl:path={tmp_path}/no/such/dir")
     with pytest.raises(FileNotFoundError, match="no config.json"):

@@ -2,7 +2,8 @@
 
 Knows: what its training run saw -- the announced count, the padded history and its last belief (the
 ``"history"`` observation, which this agent asks the runner for through :attr:`RLAgent.obs_mode`), plus the
-exact posterior under the task's rules when trained with ``--belief-input``. Its benchmark row is named from
+exact posterior under the task's rules when trained with ``--belief-input`` (``--belief-tracker``: also excluding
+the guesses the env rejected, which it tracks over the episode). Its benchmark row is named from
 the run's config (e.g. ``ppo-ff``; ``causalplay train --name`` sets it).
 """
 
@@ -62,7 +63,9 @@ class RLAgent(Agent):
         from causalplay.rl.features import FeatureMap
 
         super().reset(task, obs)
-        self.features = FeatureMap.for_task(task, belief=self.policy.config.belief_input)
+        cfg = self.policy.config
+        self.features = FeatureMap.for_task(task, belief=cfg.belief_input, tracker=cfg.belief_tracker)
+        self.features.reset(self.B)
         want = getattr(self.policy.model, "observation_space", None)
         n = want.shape[0] if want is not None else self.policy.model.obs_dim
         if self.features.size != n:

@@ -20,6 +20,8 @@ def train_cmd(
     envs: int = typer.Option(0, help="Rows of the vector env (0: the algorithm's default)."),
     obs: str = typer.Option("history", help="Observation: 'history' (count, padded history, last belief)."),
     belief_input: bool = typer.Option(False, "--belief-input", help="Append the exact posterior's marginals."),
+    belief_tracker: bool = typer.Option(False, "--belief-tracker", help="Append the exact posterior that also "
+                                        "excludes the guesses the env rejected, and its MAP blicket set."),
     eval_every: int = typer.Option(50_000, help="Env steps between held-out evaluations and checkpoints."),
     eval_episodes: int = typer.Option(1000, help="Held-out episodes per evaluation."),
     name: str = typer.Option("", help="Row name in the benchmark (default e.g. ppo-ff, td3-re-belief)."),
@@ -42,8 +44,8 @@ def train_cmd(
         raise typer.BadParameter(f"--hyper must be a JSON object, got {hyper!r}")
     try:
         cfg = TrainConfig(agent=agent, out=out, env=env, steps=steps, seed=seed, envs=envs or None, obs=obs,
-                          belief_input=belief_input, eval_every=eval_every, eval_episodes=eval_episodes,
-                          name=name or None, hyper=hp)
+                          belief_input=belief_input, belief_tracker=belief_tracker, eval_every=eval_every,
+                          eval_episodes=eval_episodes, name=name or None, hyper=hp)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     set_threads(threads)

@@ -46,13 +46,16 @@ class RLVecEnv(VecEnvWrapper):
     task : Task, optional
         A task of the same id in history mode, for the layout and constants (default: built by ``venv``;
         needed when ``venv`` is another SB3 ``VecEnv``, e.g. a ``DummyVecEnv`` of single envs).
+    tracker : bool
+        The posterior also excludes the guesses the env rejected, plus its MAP set (``FeatureMap(tracker=True)``;
+        its state is reset for the rows the vector env auto-resets).
     """
 
-    def __init__(self, venv, belief: bool = False, window: int = 1000, task=None):
+    def __init__(self, venv, belief: bool = False, window: int = 1000, task=None, tracker: bool = False):
         if task is None:
             task = venv._factory(1, [np.random.default_rng(0)])
         self.horizon = int(task.horizon)
-        self.features = FeatureMap.for_task(task, belief)
+        self.features = FeatureMap.for_task(task, belief, tracker)
         self.solve_reward = float(task.rewards.solve_reward)
         n_act = task.action_size
         obs_space = spaces.Box(-np.inf, np.inf, (self.features.size,), np.float32)
@@ -65,6 +68,7 @@ class RLVecEnv(VecEnvWrapper):
 
     def reset(self) -> np.ndarray:
         self._ret[:] = 0.0
+        self.features.reset(self.num_envs)
         return self.features(self.venv.reset())
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -75,7 +79,8 @@ class RLVecEnv(VecEnvWrapper):
         self._ret += reward
         if done.any():
             rows = np.flatnonzero(done)
-            final = self.features(np.stack([infos[i]["terminal_observation"] for i in rows]))
+            final = self.features(np.stack([infos[i]["terminal_observation"] for i in rows]), rows, commit=False)
+            self.features.reset_rows(rows)  # `obs` of these rows is already the next episode's first
             for j, i in enumerate(rows):
                 infos[i]["terminal_observation"] = final[j]
                 infos[i]["TimeLimit.truncated"] = False
@@ -93,6 +98,6 @@ class RLVecEnv(VecEnvWrapper):
         return float(np.mean(self.recent_solved)), float(np.mean(self.recent_return))
 
 
-def make_train_env(env_id: str, num_envs: int, seed: int, belief: bool = False) -> RLVecEnv:
+def make_train_env(env_id: str, num_envs: int, seed: int, belief: bool = False, tracker: bool = False) -> RLVecEnv:
     """An :class:`RLVecEnv` on ``env_id`` (history observations), row ``i`` seeded ``seed + i``."""
-    return RLVecEnv(make_sb3_vec(env_id, num_envs, seed=seed, obs_mode="history"), belief=belief)
+    return RLVecEnv(make_sb3_vec(env_id, num_envs, seed=seed, obs_mode="history"), belief=belief, tracker=tracker)

@@ -99,6 +99,9 @@ class TrainConfig:
         history is the stacked frames of the panels shown so far (:mod:`causalplay.rl.pixels`).
     belief_input : bool
         Append the exact posterior marginals (:class:`causalplay.rl.features.FeatureMap`).
+    belief_tracker : bool
+        Append the exact posterior that also excludes the guesses the env rejected, and its MAP blicket set
+        (``FeatureMap(tracker=True)``; symbolic Blicket ids only).
     eval_every : int
         Env steps between evaluations / checkpoints.
     eval_episodes : int
@@ -117,6 +120,7 @@ class TrainConfig:
     envs: int | None = None
     obs: str = "history"
     belief_input: bool = False
+    belief_tracker: bool = False
     eval_every: int = 50_000
     eval_episodes: int = 1000
     name: str | None = None
@@ -135,6 +139,9 @@ class TrainConfig:
         if self.pixels and (self.agent not in PIXEL_HYPER or self.belief_input):
             raise ValueError(f"on a pixel id ({self.env}) the agent must be one of {list(PIXEL_HYPER)} without "
                              f"--belief-input, got {self.agent!r}{' with --belief-input' if self.belief_input else ''}")
+        if self.belief_tracker and (self.pixels or self.env in SEQUENCE_IDS):
+            raise ValueError(f"--belief-tracker needs a symbolic Blicket id (it reads the history observation's "
+                             f"beliefs), got {self.env!r}")
         if self.obs != "history":
             raise ValueError(f"obs must be 'history' (the panel alone hides the past from a feed-forward policy), "
                              f"got {self.obs!r}")
@@ -150,7 +157,8 @@ class TrainConfig:
                              f"{sorted(DEFAULT_HYPER[self.agent])}")
         if self.name is None:
             algo = self.agent.removeprefix("recurrent-")
-            self.name = f"{algo}-{'re' if ALGOS[self.agent][1] else 'ff'}{'-belief' if self.belief_input else ''}"
+            belief = "-belief-tracked" if self.belief_tracker else "-belief" if self.belief_input else ""
+            self.name = f"{algo}-{'re' if ALGOS[self.agent][1] else 'ff'}{belief}"
             if self.pixels:
                 self.name = f"{algo}-v"
         if not self.name or any(c in self.name for c in ":,/ "):
@@ -388,7 +396,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
         # one generator for all rows (a pixel batch has no per-row seeding), still far from every bench seed
         env = PixelRLVecEnv(make_batch(cfg.env, hp["envs"], seed=[row_seed, 1]))
     else:
-        env = make_train_env(cfg.env, hp["envs"], row_seed, belief=cfg.belief_input)
+        env = make_train_env(cfg.env, hp["envs"], row_seed, belief=cfg.belief_input, tracker=cfg.belief_tracker)
     if saved:
         model = _load_model(cfg, out / f"last{cfg.suffix}", env=env)
         buf = next(iter(sorted(out.glob("last_buffer.*"))), None)
