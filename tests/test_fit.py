@@ -245,3 +245,196 @@ def test_bad_data_gives_clear_errors(tmp_path):
     _write(tmp_path / "miss", ok + ["B,conjunctive,0 1,0 1,,1"], ok_tests + ["B,1,0 1,true"])
     miss = load_trials(tmp_path / "miss", n_objects=4)
     assert build_features(miss).judgement.tolist()[1] == -1
+
+
+def _two_point_population(f, stop_a, stop_t=0.4):
+    """``f`` with a posterior of two draws whose population is a point at ``stop_a[i]`` (sigma 1e-12), stop_h = 0
+    (the entropy term off) and stop_t fixed: held-out participants are then drawn at exactly those values."""
+    import dataclasses
+
+    raw = {}
+    for k, v in f.raw.items():
+        shape = (1, len(stop_a)) + tuple(v.shape[2:])
+        raw[k] = torch.zeros(shape, dtype=torch.float64)  # z = 0, mu = 0 (rho: P(conjunctive) = 1/2), ...
+    raw["stop_a_mu"] = torch.tensor([stop_a], dtype=torch.float64)
+    raw["stop_a_sigma"] = torch.full((1, len(stop_a)), 1e-12, dtype=torch.float64)
+    raw["stop_t_raw"] = torch.full((1, len(stop_a)), stop_t, dtype=torch.float64)
+    raw["lapse_raw"] = torch.full((1, len(stop_a)), -1.0, dtype=torch.float64)
+    assert {"stop_a_mu", "stop_a_sigma", "stop_a_z", "stop_h_raw", "stop_t_raw", "lapse_raw"} <= set(f.raw)
+    return dataclasses.replace(f, raw=raw)
+
+
+def test_score_integrates_over_the_fitted_population(split, fits):
+    """Held-out participants are drawn from the fitted population: with two posterior draws whose population
+    is a point at stop_a = -3 and at stop_a = 2, each held-out log P is log((L(-3) + L(2)) / 2), L the
+    hand-written `random` likelihood, up to the Monte Carlo error of picking the draws (4000 picks: sd of the
+    share 0.008, 0.05 nats is > 4 sd here). Using one draw only would be off by up to log 2."""
+    _, held = split
+    f = _two_point_population(fits["random"], [-3.0, 2.0])
+    sc = f.score(held, n_draws=4000, n_new=1)
+    tests = [len(held.histories()[k]) for k in held.ids]
+    one = {"stop_t": np.full((1, len(held)), 0.4)}
+
+    def lik(a, T):
+        return math.exp(_random_model_log_lik({"stop_a": np.full((1, len(held)), a), **one}, 0, 0, T))
+
+    want = [math.log((lik(-3.0, T) + lik(2.0, T)) / 2) for T in tests]
+    apart = [abs(math.log(lik(-3.0, T)) - math.log(lik(2.0, T))) for T in tests]
+    assert max(apart) > 3.0  # the two draws predict very differently
+    np.testing.assert_allclose(sc.per_participant.to_numpy(), want, rtol=0, atol=0.05)
+    assert list(sc.per_participant.index) == held.ids and sc.per_participant.name == "log_p"
+    assert sc.n_choices == sum(T + 1 for T in tests)
+    # one population point: every draw is the same participant, the score is its likelihood exactly
+    g = _two_point_population(fits["random"], [2.0, 2.0])
+    sg = g.score(held, n_draws=3, n_new=2)
+    np.testing.assert_allclose(sg.per_participant.to_numpy(), [math.log(lik(2.0, T)) for T in tests], rtol=0,
+                               atol=1e-9)
+    assert g.score(held, n_draws=1, n_new=1).total_nats == pytest.approx(sg.total_nats, abs=1e-9)
+
+
+def test_score_seed_defaults_and_bad_arguments(split, fits):
+    _, held = split
+    f = fits["eig_sweep"]
+    a = f.score(held, n_draws=20, n_new=2)
+    b = f.score(held, n_draws=20, n_new=2, seed=0)
+    c = f.score(held, n_draws=20, n_new=2, seed=1)
+    pd.testing.assert_series_equal(a.per_participant, b.per_participant)
+    assert not np.allclose(a.per_participant, c.per_participant)
+    d = f.score(held)  # defaults: 400 draws x 5 new participants, seed 0
+    e = f.score(held, n_draws=400, n_new=5, seed=0)
+    pd.testing.assert_series_equal(d.per_participant, e.per_participant)
+    assert not np.allclose(d.per_participant, f.score(held, n_draws=400, n_new=4).per_participant)
+    assert not np.allclose(d.per_participant, f.score(held, n_draws=399, n_new=5).per_participant)
+    for kw, msg in ((dict(n_draws=0), r"^n_draws must be an integer >= 1, got 0$"),
+                    (dict(n_new=0), r"^n_new must be an integer >= 1, got 0$")):
+        with pytest.raises(ValueError, match=msg):
+            f.score(held, **kw)
+    data, _ = split
+    with pytest.raises(ValueError, match=r"^score\(\) is for participants not used in fitting; \['"
+                       + "', '".join(sorted(data.ids)[:5]) + r"'\] were fitted$"):
+        f.score(data.subset(data.ids[:7]))
+
+
+def test_score_judgements_are_the_judged_pair_and_its_marginals(split, fits):
+    """With one population point, each held-out judgement's log P is read from the judgement model's table at
+    that point: the judged (rule, set) entry, the sum over rules for the set, the sum over sets for the rule.
+    Participants without a judgement are NaN and left out of judgement_nats."""
+    from causalplay.fitting.scoring import Score
+
+    _, held = split
+    f = _two_point_population(fits["random"], [0.5, 0.5])
+    sc = f.score(held, n_draws=2, n_new=2)
+    feats = build_features(held, f.learner)
+    raw = {k: v[0, :1] for k, v in f.raw.items()}
+    raw["stop_a_z"] = torch.zeros(1, len(held), dtype=torch.float64)
+    theta = f.par.theta(raw, len(held))
+    jl = f.model.judgement_log_probs(feats, theta)[0].exp().numpy()  # [P, R * S], rule-major
+    S = feats.space.n_sets
+    for p, pid in enumerate(held.ids):
+        j = int(feats.judgement[p])
+        if j < 0:
+            assert sc.judgements.loc[pid].isna().all()
+            continue
+        r, s = divmod(j, S)
+        row = sc.judgements.loc[pid]
+        assert row["joint"] == pytest.approx(math.log(jl[p, j]), abs=1e-9)
+        assert row["blickets"] == pytest.approx(math.log(sum(jl[p, rr * S + s] for rr in range(len(jl[p]) // S))),
+                                                abs=1e-9)
+        assert row["rule"] == pytest.approx(math.log(sum(jl[p, r * S + ss] for ss in range(S))), abs=1e-9)
+    jt = pd.DataFrame({"joint": [-1.0, np.nan, -2.0], "blickets": [-0.5, np.nan, -0.25],
+                       "rule": [-0.1, np.nan, -0.3]}, index=["a", "b", "c"])
+    s3 = Score(-7.0, 4, pd.Series([-3.0, -4.0, 0.0], index=["a", "b", "c"]), jt)
+    assert s3.judgement_nats() == {"joint": -3.0, "blickets": -0.75, "rule": pytest.approx(-0.4), "n": 2}
+    assert Score(-1.0, 2, pd.Series([-1.0])).judgement_nats() == {}
+    assert s3.nats_per_choice == 1.75 and tuple(s3) == (-7.0, 4)
+
+
+def test_paired_difference_of_scores_by_hand():
+    from causalplay.fitting.scoring import Score, paired_difference
+
+    a = Score(-10.0, 8, pd.Series([-3.0, -5.0, -2.0], index=["x", "y", "z"]))
+    b = Score(-13.0, 8, pd.Series([-4.0, -5.5, -3.5], index=["x", "y", "z"]))
+    d = np.array([1.0, 0.5, 1.5])  # a - b per participant; sd (ddof 1) = 0.5
+    assert paired_difference(a, b, per_choice=False) == pytest.approx((3.0, math.sqrt(3) * 0.5))
+    assert paired_difference(a, b) == pytest.approx((-3.0 / 8, math.sqrt(3) * d.std(ddof=1) / 8))
+    one = Score(-1.0, 2, pd.Series([-1.0], index=["x"]))
+    diff, se = paired_difference(one, one, per_choice=False)
+    assert diff == 0.0 and math.isnan(se)
+    with pytest.raises(ValueError, match=r"^paired_difference needs scores of the same participants in the same "
+                       r"order$"):
+        paired_difference(a, Score(-13.0, 8, b.per_participant[::-1]))
+
+
+def test_compare_table_by_hand_from_arviz(split, fits):
+    """compare()'s columns recomputed here from az.loo / az.waic on each fit's draws: paired elpd differences
+    and their SEs, the Pareto-k count (first tests under `random` have the same log-likelihood in every draw:
+    exact LOO values, not counted), the order, and the held-out columns from the scores."""
+    import dataclasses
+
+    import arviz as az
+
+    data, held = split
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        table = compare(fits)
+        loo = {m: az.loo(f.idata, var_name="choice", pointwise=True) for m, f in fits.items()}
+        waic = {m: az.waic(f.idata, var_name="choice", pointwise=True) for m, f in fits.items()}
+    msgs = [str(w.message) for w in rec]
+    best = max(loo, key=lambda m: float(loo[m].elpd_loo))
+    assert list(table.index) == sorted(loo, key=lambda m: -float(loo[m].elpd_loo))
+    for m, f in fits.items():
+        row, lo = table.loc[m], loo[m]
+        assert row["elpd_loo"] == pytest.approx(float(lo.elpd_loo)) and row["se_loo"] == pytest.approx(float(lo.se))
+        assert row["p_loo"] == pytest.approx(float(lo.p_loo))
+        assert row["elpd_waic"] == pytest.approx(float(waic[m].elpd_waic))
+        assert row["se_waic"] == pytest.approx(float(waic[m].se))
+        assert row["p_waic"] == pytest.approx(float(waic[m].p_waic))
+        assert row["method"] == "svi" and row["draws"] == 60
+        d = np.asarray(loo[best].loo_i) - np.asarray(lo.loo_i)
+        assert row["elpd_diff"] == pytest.approx(d.sum(), abs=1e-9)
+        assert row["dse"] == pytest.approx(0.0 if m == best else math.sqrt(len(d)) * d.std(ddof=1), abs=1e-9)
+        ll = f.idata.log_likelihood["choice"].values.reshape(-1, data.n_choices)
+        const = ll.std(0) < 1e-12
+        assert row["constant_points"] == const.sum()
+        good = float(lo.good_k)
+        assert row["pareto_k_good_threshold"] == good
+        k = np.asarray(lo.pareto_k)
+        thr = min(good, 0.7)
+        n_bad = int(((k > thr) & ~const).sum())
+        assert row["pareto_k_bad"] == n_bad and row["pareto_k_max"] == pytest.approx(np.where(const, 0, k).max())
+        if n_bad:
+            want = (f"{m}: PSIS-LOO unreliable for {n_bad} of {k.size} choices (Pareto k > {thr:.2f}, max "
+                    f"{np.where(const, 0, k).max():.2f}); rely on held-out participants (compare(..., "
+                    f"held_out=...)) for this comparison")
+            assert msgs.count(want) == 1
+        # ArviZ's own warnings, once per model and message, prefixed with the model's name
+        ours = [s for s in msgs if s.startswith(f"{m}: ") and "PSIS-LOO unreliable" not in s]
+        assert ours and len(ours) == len(set(ours))
+    first = np.concatenate([np.arange(len(h) + 1) == 0 for h in data.histories().values()])
+    assert table.loc["random", "constant_points"] == first.sum() == len(data)
+    assert table.loc["random", "pareto_k_max"] < np.inf
+    # judgement log-likelihoods instead of choices
+    jt = compare(fits, var_name="judgement")
+    assert jt.loc["random", "elpd_loo"] == pytest.approx(
+        float(az.loo(fits["random"].idata, var_name="judgement").elpd_loo))
+    # with held-out participants: their scores, ordered best first, paired differences to the best
+    ht = compare(fits, held, n_draws=30, n_new=2, seed=4)
+    sc = {m: f.score(held, n_draws=30, n_new=2, seed=4) for m, f in fits.items()}
+    assert list(ht.index) == sorted(sc, key=lambda m: sc[m].nats_per_choice)
+    top = ht.index[0]
+    for m in fits:
+        assert ht.loc[m, "heldout_nats_per_choice"] == pytest.approx(sc[m].nats_per_choice)
+        d = (sc[m].per_participant - sc[top].per_participant).to_numpy()
+        assert ht.loc[m, "heldout_diff"] == pytest.approx(-d.sum() / sc[m].n_choices)
+        jn = sc[m].judgement_nats()
+        assert ht.loc[m, "heldout_judgement"] == pytest.approx(jn["joint"])
+        assert ht.loc[m, "heldout_judgement_blickets"] == pytest.approx(jn["blickets"])
+        assert ht.loc[m, "heldout_judgement_rule"] == pytest.approx(jn["rule"])
+    assert ht.attrs["scores"].keys() == fits.keys()
+    with pytest.raises(TypeError, match=r"^fits must be a non-empty dict name -> Fit$"):
+        compare({})
+    with pytest.raises(TypeError, match=r"^fits\['b'\] is not a causalplay Fit$"):
+        compare({"a": fits["random"], "b": "fit"})
+    with pytest.raises(ValueError, match=r"^compare\(\) needs fits of the same participants; got different "
+                       r"participant lists$"):
+        compare({"a": fits["random"], "b": dataclasses.replace(fits["random"], feats=build_features(held))})
