@@ -281,6 +281,15 @@ def test_float32_space_matches_brute_force():
         assert out.dtype == torch.float32
         np.testing.assert_allclose(out[0], _brute_eig(HIST, 4, list(RULES), 0.1, all_trials(4), target),
                                    atol=2e-5, rtol=0)
+    # the one-history fast path in float32, deterministic: trials with object 0 (a known blicket) light for sure
+    # (P(lit) = 1, 0 bits); the entropy's log must use float32's tiny, not float64's (0 in float32: 0 * log 0)
+    from causalplay.eig import eig_one_joint
+
+    h = [([0, 1], True), ([0], True)]
+    b = causalplay.infer(h, 4, blicket_prior=0.3)
+    fast = eig_one_joint(HypothesisSpace.build(b.space.spec, dtype=torch.float32), b.log_w.float())
+    assert fast.dtype == np.float32 and np.isfinite(fast).all()
+    np.testing.assert_allclose(fast, _brute_eig(h, 4, list(RULES), 0.0, all_trials(4), "joint"), atol=2e-5, rtol=0)
 
 
 class _Routed(Exception):

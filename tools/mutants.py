@@ -94,6 +94,43 @@ EQUIVALENT: dict[str, str] = {
     "causalplay.bench.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
 }
 
+_E = "causalplay.eig."
+_CACHE = ("cache key or lookup only: a miss recomputes the same value from the space (nothing else reads the "
+          "key)")
+_EINSUM = "torch.einsum reads upper-case subscripts as the same letters: the same contraction"
+_OVERLAP = ("the chunk loop still covers every row/column; overlapping or longer slices recompute the same "
+            "entries from the same inputs")
+_CLIP = ("p = P^T w with P, w >= 0 is never < 0, so the lower clip never acts; p exceeds 1 only by rounding "
+         "(p = 1 + d, d ~ 1e-16), where the original's EIG is max(0 - c, 0) = 0 and the unclipped one's is "
+         "max(-(709 d)/ln 2 - c, 0) = 0 (c = sum_r P(r) H_b(noise_r) >= 0)")
+EQUIVALENT.update({
+    **{f"{_E}x__all_deterministic__mutmut_{i}": _CACHE for i in (1, 2, 3, 4, 7, 8)},
+    **{f"{_E}x__all_deterministic__mutmut_{i}": "returns None (falsy) for a deterministic space: _eig_matmul "
+       "then subtracts the constant entropies H_b(0) = 0 from h_y >= 0 and clamps at 0: the same h_y"
+       for i in (5, 6)},
+    **{f"{_E}x__const_entropy__mutmut_{i}": _CACHE for i in (1, 2, 18, 19)},
+    **{f"{_E}x__threshold_layers__mutmut_{i}": _CACHE for i in (1, 2)},
+    **{f"{_E}x_eig_one_joint__mutmut_{i}": _CACHE for i in (7, 8, 9, 10, 21, 22)},
+    **{f"{_E}x__eig_matmul__mutmut_{i}": _EINSUM for i in (63, 150)},
+    **{f"{_E}x__eig_transform__mutmut_{i}": _EINSUM for i in (108, 117)},
+    **{f"{_E}x__eig_matmul__mutmut_{i}": _OVERLAP for i in (133, 137, 138, 139)},
+    f"{_E}x__eig_transform__mutmut_49": _OVERLAP,
+    **{f"{_E}x_eig_bits__mutmut_{i}": _OVERLAP for i in (154, 157, 158, 159)},
+    f"{_E}x_count_distribution__mutmut_56": "at L = 1 the guarded slices new1[..., 1:] and c[..., :0] are empty: "
+                                            "the += is a no-op",
+    f"{_E}x_eig_bits__mutmut_42": "ms only feeds transform_ops, which is read only after `n <= 40` held (the "
+                                  "condition short-circuits), so computing it for n > 40 changes nothing",
+    **{f"{_E}x_eig_one_joint__mutmut_{i}": _CLIP for i in (42, 43, 44, 48, 50)},
+    **{f"{_E}x_eig_one_joint__mutmut_{i}": "np.maximum into a new array instead of in place: the same values "
+       "are returned (h is not used afterwards)" for i in (92, 95)},
+    f"{_E}x_eig_one_joint__mutmut_87": "numpy reads any negative reshape size as the inferred one: (R, -2) is "
+                                       "(R, -1)",
+    f"{_E}x_eig_one_joint__mutmut_88": "sum(+1) of a 2-D array is sum(-1)",
+    f"{_E}x_exact_eig__mutmut_26": "eig_bits casts the candidates to the space's dtype where it uses them "
+                                   "(predictive/lit_prob, vectors_to_codes); checked: bool and float64 designs "
+                                   "give identical EIG on both paths",
+})
+
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
 
