@@ -438,3 +438,52 @@ def test_compare_table_by_hand_from_arviz(split, fits):
     with pytest.raises(ValueError, match=r"^compare\(\) needs fits of the same participants; got different "
                        r"participant lists$"):
         compare({"a": fits["random"], "b": dataclasses.replace(fits["random"], feats=build_features(held))})
+
+
+def test_compare_reissues_each_warning_once_from_the_callers_line(fits, monkeypatch):
+    """ic_table re-issues LOO/WAIC's warnings once per model and message, with their category, prefixed with the
+    model's name and pointing at the caller's line; without ArviZ's good_k the threshold is 0.7, and a Pareto k
+    exactly at the threshold is not counted as bad. Driven through a wrapped _loo_waic whose output is set here."""
+    import arviz as az
+
+    import causalplay.fitting.scoring as sc
+
+    orig = sc._loo_waic
+    ks = {}
+
+    def wrapped(idata, var_name):
+        loo, waic, _ = orig(idata, var_name)
+        loo = loo.copy()
+        del loo["good_k"]
+        k = np.zeros(len(np.asarray(loo.pareto_k)))
+        k[1], k[2], k[3] = 0.7, 0.7 + 1e-9, 2.0  # at, just above and well above the threshold
+        loo["pareto_k"] = k
+        ks[id(idata)] = k
+        caught = [warnings.WarningMessage(RuntimeWarning("x"), RuntimeWarning, "f.py", 1),
+                  warnings.WarningMessage(RuntimeWarning("x"), RuntimeWarning, "f.py", 2),
+                  warnings.WarningMessage(UserWarning("y"), UserWarning, "f.py", 3)]
+        return loo, waic, caught
+
+    monkeypatch.setattr(sc, "_loo_waic", wrapped)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        table = compare(fits)
+    got = [(str(w.message), w.category) for w in rec]
+    for m in fits:
+        assert got.count((f"{m}: x", RuntimeWarning)) == 1 and got.count((f"{m}: y", UserWarning)) == 1
+        assert table.loc[m, "pareto_k_good_threshold"] == 0.7
+        assert table.loc[m, "pareto_k_bad"] == 2 and table.loc[m, "pareto_k_max"] == 2.0
+        assert got.count((f"{m}: PSIS-LOO unreliable for 2 of {len(ks[id(fits[m].idata)])} choices (Pareto k > "
+                          f"0.70, max 2.00); rely on held-out participants (compare(..., held_out=...)) for this "
+                          "comparison", UserWarning)) == 1
+    assert {w.filename for w in rec} == {__file__}  # stacklevel: the line that called compare()
+    monkeypatch.setattr(sc, "_loo_waic", orig)
+    # ic_table on its own: the choice log-likelihoods by default; pointwise values even when ArviZ's default is off
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, pw = sc.ic_table(fits)
+        with az.rc_context({"stats.ic_pointwise": False}):
+            t2, _ = sc.ic_table(fits)
+        want = float(az.loo(fits["random"].idata, var_name="choice").elpd_loo)
+    assert t.loc["random", "elpd_loo"] == pytest.approx(want) and t2.loc["random", "elpd_loo"] == pytest.approx(want)
+    assert pw["random"].sum() == pytest.approx(want)

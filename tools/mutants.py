@@ -118,6 +118,8 @@ EQUIVALENT.update({
     **{f"{_E}x_eig_bits__mutmut_{i}": _OVERLAP for i in (154, 157, 158, 159)},
     f"{_E}x_count_distribution__mutmut_56": "at L = 1 the guarded slices new1[..., 1:] and c[..., :0] are empty: "
                                             "the += is a no-op",
+    **{f"{_E}x_eig_bits__mutmut_{i}": "ms only feeds transform_ops, which is read only after `n <= 40` held (the "
+       "condition short-circuits), so computing it also for n = 41 (or any n > 40) changes nothing" for i in (45,)},
     f"{_E}x_eig_bits__mutmut_42": "ms only feeds transform_ops, which is read only after `n <= 40` held (the "
                                   "condition short-circuits), so computing it for n > 40 changes nothing",
     **{f"{_E}x_eig_one_joint__mutmut_{i}": _CLIP for i in (42, 43, 44, 48, 50)},
