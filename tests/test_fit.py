@@ -487,3 +487,15 @@ def test_compare_reissues_each_warning_once_from_the_callers_line(fits, monkeypa
         want = float(az.loo(fits["random"].idata, var_name="choice").elpd_loo)
     assert t.loc["random", "elpd_loo"] == pytest.approx(want) and t2.loc["random", "elpd_loo"] == pytest.approx(want)
     assert pw["random"].sum() == pytest.approx(want)
+
+
+def test_compare_held_out_defaults_are_the_score_defaults(split, fits):
+    """compare(held_out=...) scores with Fit.score's defaults: 400 draws x 5 new participants, seed 0."""
+    _, held = split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = compare(fits, held)
+    for m, f in fits.items():
+        want = f.score(held, n_draws=400, n_new=5, seed=0)
+        assert table.loc[m, "heldout_nats_per_choice"] == want.nats_per_choice  # the same draws: exactly equal
+        pd.testing.assert_series_equal(table.attrs["scores"][m].per_participant, want.per_participant)

@@ -133,6 +133,15 @@ EQUIVALENT.update({
                                    "give identical EIG on both paths",
 })
 
+EQUIVALENT.update({
+    "causalplay.fitting.scoring.x_compare__mutmut_41": "the best model's dse computed instead of set: sqrt(n) * "
+                                                       "std(d - d) = sqrt(n) * 0 = 0.0 exactly",
+    **{f"causalplay.fitting.scoring.x_ic_table__mutmut_{i}": "warnings.warn(msg, None) and warnings.warn(msg) "
+       "both issue a UserWarning, the category passed" for i in (69, 72)},
+    "causalplay.fitting.scoring.x_ic_table__mutmut_44": "numpy reads any negative reshape size as the inferred "
+                                                        "one: (-2, C) is (-1, C)",
+})
+
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
 
