@@ -140,6 +140,9 @@ EQUIVALENT.update({
        "both issue a UserWarning, the category passed" for i in (69, 72)},
     **{f"causalplay.fitting.scoring.x__loo_waic__mutmut_{i}": "waic without pointwise=True: ic_table reads only "
        "its totals (elpd_waic, se, p_waic), which ArviZ computes either way" for i in (17, 20)},
+    **{f"causalplay.fitting.scoring.x_compare__mutmut_{i}": "unreachable default: compare's scores come from "
+       "heldout_score, which always returns a judgements table, so judgement_nats() has every key"
+       for i in (110, 112)},
     "causalplay.fitting.scoring.x_ic_table__mutmut_44": "numpy reads any negative reshape size as the inferred "
                                                         "one: (-2, C) is (-1, C)",
 })
