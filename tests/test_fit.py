@@ -319,10 +319,16 @@ def test_score_judgements_are_the_judged_pair_and_its_marginals(split, fits):
     """With one population point, each held-out judgement's log P is read from the judgement model's table at
     that point: the judged (rule, set) entry, the sum over rules for the set, the sum over sets for the rule.
     Participants without a judgement are NaN and left out of judgement_nats."""
+    import dataclasses
+
+    from causalplay.models.choice import LearnerConfig
+
     from causalplay.fitting.scoring import Score
 
     _, held = split
-    f = _two_point_population(fits["random"], [0.5, 0.5])
+    # a learner other than the default (its posterior decides the judgement probabilities): the score must use it
+    f = dataclasses.replace(_two_point_population(fits["random"], [0.5, 0.5]),
+                            learner=LearnerConfig(blicket_prior=0.2, noise=0.05))
     sc = f.score(held, n_draws=2, n_new=2)
     feats = build_features(held, f.learner)
     raw = {k: v[0, :1] for k, v in f.raw.items()}
@@ -358,8 +364,13 @@ def test_paired_difference_of_scores_by_hand():
     assert paired_difference(a, b, per_choice=False) == pytest.approx((3.0, math.sqrt(3) * 0.5))
     assert paired_difference(a, b) == pytest.approx((-3.0 / 8, math.sqrt(3) * d.std(ddof=1) / 8))
     one = Score(-1.0, 2, pd.Series([-1.0], index=["x"]))
-    diff, se = paired_difference(one, one, per_choice=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one participant: no SE, and no numpy "degrees of freedom" warning
+        diff, se = paired_difference(one, one, per_choice=False)
     assert diff == 0.0 and math.isnan(se)
+    two = (Score(-3.0, 4, pd.Series([-1.0, -2.0], index=["x", "y"])), Score(-4.0, 4, pd.Series([-2.0, -2.0],
+                                                                                               index=["x", "y"])))
+    assert paired_difference(*two, per_choice=False) == pytest.approx((1.0, math.sqrt(2) * math.sqrt(0.5)))
     with pytest.raises(ValueError, match=r"^paired_difference needs scores of the same participants in the same "
                        r"order$"):
         paired_difference(a, Score(-13.0, 8, b.per_participant[::-1]))
@@ -499,3 +510,12 @@ def test_compare_held_out_defaults_are_the_score_defaults(split, fits):
         want = f.score(held, n_draws=400, n_new=5, seed=0)
         assert table.loc[m, "heldout_nats_per_choice"] == want.nats_per_choice  # the same draws: exactly equal
         pd.testing.assert_series_equal(table.attrs["scores"][m].per_participant, want.per_participant)
+
+
+def test_heldout_score_defaults_are_fit_scores(split, fits):
+    from causalplay.fitting.scoring import heldout_score
+
+    _, held = split
+    a, b = heldout_score(fits["eig_sweep"], held), fits["eig_sweep"].score(held)  # 400 x 5 draws, seed 0
+    pd.testing.assert_series_equal(a.per_participant, b.per_participant)
+    assert not np.allclose(a.per_participant, heldout_score(fits["eig_sweep"], held, seed=1).per_participant)
