@@ -329,8 +329,14 @@ def test_score_judgements_are_the_judged_pair_and_its_marginals(split, fits):
     # a learner other than the default (its posterior decides the judgement probabilities): the score must use it
     f = dataclasses.replace(_two_point_population(fits["random"], [0.5, 0.5]),
                             learner=LearnerConfig(blicket_prior=0.2, noise=0.05))
-    sc = f.score(held, n_draws=2, n_new=2)
+    # the first participant judges "disjunctive, no blickets" (judgement index 0, the first of the table), the
+    # second gives no rule choice (no judgement: NaN)
+    p = held.participants.copy()
+    p.at[0, "judged_blickets"], p.at[0, "rule_choice"], p.at[1, "rule_choice"] = (), "disjunctive", None
+    held = dataclasses.replace(held, participants=p)
+    sc = f.score(held, n_draws=3, n_new=2)  # 6 draws, 4 participants
     feats = build_features(held, f.learner)
+    assert feats.judgement[:2].tolist() == [0, -1]
     raw = {k: v[0, :1] for k, v in f.raw.items()}
     raw["stop_a_z"] = torch.zeros(1, len(held), dtype=torch.float64)
     theta = f.par.theta(raw, len(held))

@@ -145,6 +145,9 @@ EQUIVALENT.update({
        for i in (110, 112)},
     **{f"causalplay.fitting.scoring.x_heldout_score__mutmut_{i}": "repeat_interleave(n, None) flattens its "
        "input first; v[idx] is already 1-D (only dim-1 sites are taken), so the result is the same" for i in (52, 54)},
+    "causalplay.fitting.scoring.x_heldout_score__mutmut_135": "grid is 4-D [S, P, R, sets]: dim +2 is dim -2",
+    "causalplay.fitting.scoring.x_heldout_score__mutmut_192": "pandas stores None as NaN in the float columns of "
+                                                              "the judgement table",
     "causalplay.fitting.scoring.x_paired_difference__mutmut_23": "float('NAN') is float('nan')",
     "causalplay.fitting.scoring.x_ic_table__mutmut_44": "numpy reads any negative reshape size as the inferred "
                                                         "one: (-2, C) is (-1, C)",
