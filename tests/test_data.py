@@ -217,14 +217,19 @@ def test_valid_folder_parses_every_column(tmp_path):
     assert t.n_choices == 6
     h = t.histories()
     assert h["A"].pairs() == [((0, 1), True), ((2,), False)] and len(h["B"]) == 0
-    assert h["B"].trials.shape == (0, 3)
+    assert h["B"].trials.shape == (0, 3) and h["B"].trials.dtype == bool
+    assert h["B"].lit.shape == (0,) and h["B"].lit.dtype == bool
+    assert h["C"].trials.shape == (1, 3)  # C only used objects 0 and 1: still the data's 3 objects
     seq = t.sequences()
     assert list(seq) == ["L", "M"] and [len(x) for x in seq["L"]] == [2, 0] and len(seq["M"][0]) == 1
     s = t.subset(["C", "A"])
     assert s.ids == ["C", "A"] and s.tests["participant"].tolist() == ["C", "A", "A"]
     assert s.tests["test"].tolist() == [1, 1, 2] and s.n_objects == 3 and s.source == str(d)
+    assert list(s.tests.columns) == list(t.tests.columns) and list(s.tests.index) == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^unknown participant\(s\) \['Z'\]$"):
         t.subset(["A", "Z"])
+    with pytest.raises(ValueError, match=r"^unknown participant\(s\) \['Z1', 'Z2', 'Z3', 'Z4', 'Z5'\]$"):
+        t.subset(["A"] + [f"Z{i}" for i in range(1, 7)])  # the first five are named
     for bad_fraction in (0.0, 1.0):
         with pytest.raises(ValueError, match=rf"^test_fraction must be in \(0, 1\), got {bad_fraction}$"):
             t.split(bad_fraction)
@@ -234,7 +239,9 @@ def test_valid_folder_parses_every_column(tmp_path):
                 t_head="participant,test,objects_on,lit")
     one = load_trials(e)
     assert one.n_objects == 1 and one.tests.loc[0, "objects_on"] == () and "round" not in one.participants
-    with pytest.raises(ValueError, match=r"^this data has no round column: one round per participant"):
+    assert load_trials(e, n_objects=1).n_objects == 1  # the smallest valid n_objects
+    with pytest.raises(ValueError, match=r"^this data has no round column: one round per participant \(see the "
+                       r"schema's multi-round columns learner and round\)$"):
         one.sequences()
     # no tests at all: an empty table with the columns
     z = _folder(tmp_path, "none", ["A,disjunctive,0,,,0"], [],
@@ -350,3 +357,17 @@ def test_flags_required_columns_and_argument_errors_by_hand(tmp_path):
     for bad in (0, True, 2.0, -1):
         with pytest.raises(ValueError, match=rf"^n_objects must be a positive integer, got {bad!r}$"):
             load_trials(d, n_objects=bad)
+
+
+def test_split_defaults_and_the_25_issue_cut_of_the_error_message():
+    from causalplay.data import RowIssue
+
+    d = load_nexiom()
+    a, b = d.split()
+    assert (a.ids, b.ids) == (d.split(0.25, 0)[0].ids, d.split(0.25, 0)[1].ids)
+    assert b.ids != d.split(0.25, 1)[1].ids
+    issues = [RowIssue("tests.csv", i + 2, "lit", "?", "expected true/false (or 1/0)") for i in range(26)]
+    assert str(DataValidationError(issues[:25])) == "25 bad value(s) in the trial data:\n  " + "\n  ".join(
+        str(i) for i in issues[:25])
+    assert str(DataValidationError(issues)) == ("26 bad value(s) in the trial data:\n  " + "\n  ".join(
+        str(i) for i in issues[:25]) + "\n  ... and 1 more")

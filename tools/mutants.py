@@ -153,6 +153,26 @@ EQUIVALENT.update({
                                                         "one: (-2, C) is (-1, C)",
 })
 
+_D = "causalplay.data."
+EQUIVALENT.update({
+    **{f"{_D}xǁTrialDataǁhistories__mutmut_{i}": "the groups only feed a dict looked up by participant code: their "
+       "order does not matter" for i in (6, 8, 11)},
+    **{f"{_D}xǁTrialDataǁhistories__mutmut_{i}": "zip of two columns of the same DataFrame group: always the same "
+       "length, strict or not" for i in (21, 24, 29)},
+    f"{_D}xǁTrialDataǁhistories__mutmut_32": "History.from_pairs([], n) is the same empty History (trials (0, n) "
+                                             "bool, lit (0,) bool; checked)",
+    **{f"{_D}xǁTrialDataǁsequences__mutmut_{i}": "pandas ignores kind= when sorting on several columns (and "
+       "(learner, round) pairs are unique after validation)" for i in (12, 14, 19, 20)},
+    f"{_D}xǁTrialDataǁsubset__mutmut_29": "the test column keyed through the participant map is all NaN, so the "
+                                          "stable sort keeps the tests' order, which load_trials and subset "
+                                          "already keep sorted by test within a participant",
+    **{f"{_D}xǁTrialDataǁsplit__mutmut_{i}": "groupby's default is sort=True" for i in (13, 15)},
+    f"{_D}xǁTrialDataǁsplit__mutmut_29": "Generator.choice reads replace=None as false: without replacement",
+    f"{_D}x__read_csv__mutmut_5": "pandas reads keep_default_na=None as false",
+    **{f"{_D}x_load_nexiom__mutmut_{i}": "the shipped data's largest object index is 3, so the inferred "
+       "n_objects is the same 4" for i in (8, 10)},
+})
+
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
 
