@@ -190,8 +190,8 @@ def test_valid_folder_parses_every_column(tmp_path):
     """Every column's parsed value, the inferred n_objects (largest index + 1), tests ordered by the
     participants' order then test number, histories, multi-round sequences, subset and split."""
     d = _folder(tmp_path, "ok", [
-        "B,conjunctive,2,,,0,FALSE,false,0,,L,2,two",
-        " A ,disjunctive,1 0,0 1,disjunctive,2,true,TRUE,1,12.5,L,1,",
+        "B, conjunctive ,2,,,0,FALSE,false,0,,L,2,two",
+        " A ,disjunctive,1 0,0 1, disjunctive ,2,true,TRUE,1,12.5,L,1,",
         "C,threshold3,0 1 2,2,conjunctive,1,false,false,true,-0.0,M,1,x"],
         ["C,1,0 1,0,1e3", "A,1,1 0,true,3.5", "A,2,2,FALSE,"])
     with warnings.catch_warnings():
@@ -202,6 +202,8 @@ def test_valid_folder_parses_every_column(tmp_path):
     assert p.loc["A", "true_blickets"] == (0, 1) and p.loc["A", "judged_blickets"] == (0, 1)
     assert p.loc["B", "judged_blickets"] == () and p.loc["B", "rule_choice"] is None
     assert p.loc["A", "rule_choice"] == "disjunctive" and p.loc["C", "rule"] == "threshold3"
+    assert p.loc["B", "rule"] == "conjunctive"  # names are stored trimmed and normalised
+    assert list(t.participants.columns) == P_HEAD.split(",")  # no column added or renamed
     assert p.loc["A", "n_tests"] == 2 and p.loc["B", "n_tests"] == 0
     assert [p.loc[i, "blickets_correct"] for i in "ABC"] == [True, False, False]
     assert [p.loc[i, "rule_correct"] for i in "ABC"] == [True, False, False]
@@ -257,10 +259,10 @@ def test_every_problem_is_reported_with_its_exact_text(tmp_path):
     d = _folder(tmp_path, "bad", [
         "A,disjunctive,0 1,0 1,disjunctive,2,true,true,false,1,L,1,",       # row 2: valid
         " ,conjunctive,0,0,,0,true,,,,L,2,",                                # 3: empty code, rule_correct ''
-        "A,sometimes,0 x,1 1,both,-1,yes,true,maybe,inf,,0,",               # 4
-        "D,conjunctive,0 5,1,conjunctive,1,false,false,,soon,L,4,",         # 5: L rounds 1, 2, 4
-        "E,disjunctive,2,2,conjunctive,0,,,,nan,N,1,",                      # 6
-        "F,disjunctive,2,2,conjunctive,0,true,true,,,N,1,"],                # 7: round 1 of N again
+        "A,sometimes,0 x,1 1,both,-1,yes,true,maybe,inf,,x,",               # 4
+        "D,conjunctive,0 5,1,conjunctive,1,true,false,,soon,L,4,",          # 5: L rounds 1, 2, 4
+        "E,disjunctive,2,2,conjunctive,0,false,,,nan,N,1,",                 # 6
+        "F,disjunctive,2,2,conjunctive,x,true,true,,,N,1,"],                # 7: round 1 of N again
         ["A,1,0 1,true,", "Q,1,0,true,", "A,3,1,1,-3", "D,0,1,maybe,", "A,x,1,0,", "E,1,2,true,"])
     with pytest.raises(DataValidationError) as e:
         load_trials(d, n_objects=4)
@@ -277,17 +279,18 @@ def test_every_problem_is_reported_with_its_exact_text(tmp_path):
         (P, 4, "n_tests", "-1", "expected a non-negative integer"),
         (P, 4, "blickets_correct", "yes", "expected true/false"),
         (P, 4, "prior_experience", "maybe", "expected true/false"),
-        (P, 4, "round", "0", "expected a positive integer (1-based round of the learner)"),
+        (P, 4, "round", "x", "expected a positive integer (1-based round of the learner)"),
         (P, 4, "learner", "", "empty learner code (needed with a round column)"),
         (P, 4, "round_seconds", "inf", "expected a number >= 0 (or empty)"),
         (P, 5, "true_blickets", "0 5", "object index outside range(n_objects=4)"),
         (P, 5, "prior_experience", "", "expected true/false"),
         (P, 5, "round_seconds", "soon", "expected a number >= 0 (or empty)"),
         (P, 5, "rule_correct", "false", "disagrees with rule/rule_choice"),  # D chose its true rule
-        (P, 6, "blickets_correct", "", "expected true/false"),
         (P, 6, "rule_correct", "", "expected true/false"),
         (P, 6, "prior_experience", "", "expected true/false"),
         (P, 6, "round_seconds", "nan", "expected a number >= 0 (or empty)"),
+        (P, 6, "blickets_correct", "false", "disagrees with true_blickets/judged_blickets"),
+        (P, 7, "n_tests", "x", "expected a non-negative integer"),
         (P, 7, "prior_experience", "", "expected true/false"),
         (P, 7, "rule_correct", "true", "disagrees with rule/rule_choice"),  # F chose conjunctive, rule disjunctive
         (T, 3, "participant", "Q", "participant code not in participants.csv"),
@@ -342,8 +345,8 @@ def test_flags_required_columns_and_argument_errors_by_hand(tmp_path):
     m = _folder(tmp_path, "miss", ["A,0"], ["A,1"], p_head="participant,true_blickets", t_head="participant,test")
     with pytest.raises(DataValidationError) as e:
         load_trials(m)
-    assert [(i.file, i.row, i.column, i.problem) for i in e.value.issues] == [
-        ("participants.csv", 1, c, "required column is missing")
+    assert [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues] == [
+        ("participants.csv", 1, c, "", "required column is missing")
         for c in ("rule", "judged_blickets", "rule_choice", "n_tests")]
     with pytest.raises(FileNotFoundError, match=r"^missing participants.csv in .+ \(expected the "
                        r"participants/tests schema\)$"):

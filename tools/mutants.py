@@ -168,6 +168,9 @@ EQUIVALENT.update({
                                           "already keep sorted by test within a participant",
     **{f"{_D}xǁTrialDataǁsplit__mutmut_{i}": "groupby's default is sort=True" for i in (13, 15)},
     f"{_D}xǁTrialDataǁsplit__mutmut_29": "Generator.choice reads replace=None as false: without replacement",
+    f"{_D}x_load_trials__mutmut_95": "n_objects = max(mx + 1, 1): with no index mx + 1 is -1 or 0, both "
+                                     "floored to 1; any index replaces mx",
+    f"{_D}x_load_trials__mutmut_330": "unreachable: a round column without a learner column is refused earlier",
     f"{_D}x__read_csv__mutmut_5": "pandas reads keep_default_na=None as false",
     **{f"{_D}x_load_nexiom__mutmut_{i}": "the shipped data's largest object index is 3, so the inferred "
        "n_objects is the same 4" for i in (8, 10)},
