@@ -191,13 +191,13 @@ def test_valid_folder_parses_every_column(tmp_path):
     participants' order then test number, histories, multi-round sequences, subset and split."""
     d = _folder(tmp_path, "ok", [
         "B, conjunctive ,2,,,0,FALSE,false,0,,L,2,two",
-        " A ,disjunctive,1 0,0 1, disjunctive ,2,true,TRUE,1,12.5,L,1,",
-        "C,threshold3,0 1 2,2,conjunctive,1,false,false,true,-0.0,M,1,x"],
+        "C,threshold3,0 1 2,2,conjunctive,1,false,false,true,-0.0,M,1,x",
+        " A ,disjunctive,1 0,0 1, disjunctive ,2,true,TRUE,1,12.5,L,1,"],
         ["C,1,0 1,0,1e3", "A,1,1 0,true,3.5", "A,2,2,FALSE,"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         t = load_trials(d)
-    assert t.n_objects == 3 and t.source == str(d) and t.flags == [] and t.ids == ["B", "A", "C"]
+    assert t.n_objects == 3 and t.source == str(d) and t.flags == [] and t.ids == ["B", "C", "A"]
     p = t.participants.set_index("participant")
     assert p.loc["A", "true_blickets"] == (0, 1) and p.loc["A", "judged_blickets"] == (0, 1)
     assert p.loc["B", "judged_blickets"] == () and p.loc["B", "rule_choice"] is None
@@ -214,8 +214,9 @@ def test_valid_folder_parses_every_column(tmp_path):
     assert p.loc["C", "rule_text"] == "x" and "_row" not in p.columns and "_rule" not in p.columns
     rows = [tuple(r) for r in t.tests[["participant", "test", "objects_on", "lit", "possible"]].itertuples(
         index=False)]
-    assert rows == [("A", 1, (0, 1), True, True), ("A", 2, (2,), False, True), ("C", 1, (0, 1), False, True)]
-    assert t.tests["seconds_since_previous"].fillna(-1).tolist() == [3.5, -1, 1000.0]
+    # tests in the participants' file order (B, C, A), not alphabetical
+    assert rows == [("C", 1, (0, 1), False, True), ("A", 1, (0, 1), True, True), ("A", 2, (2,), False, True)]
+    assert t.tests["seconds_since_previous"].fillna(-1).tolist() == [1000.0, 3.5, -1]
     assert t.n_choices == 6
     h = t.histories()
     assert h["A"].pairs() == [((0, 1), True), ((2,), False)] and len(h["B"]) == 0
@@ -321,6 +322,7 @@ def test_flags_required_columns_and_argument_errors_by_hand(tmp_path):
               "blickets [1, 3] under the conjunctive rule give P(lit)=0 (participant A)")
     with pytest.warns(UserWarning) as rec:
         t = load_trials(d, n_objects=4)
+    assert rec[0].filename == __file__  # stacklevel: the caller's line
     assert [str(w.message) for w in rec] == [
         "3 test outcome(s) impossible under the stated true rule/blickets are flagged (tests['possible'] is "
         f"False); first: {flag_a}"]
@@ -348,6 +350,12 @@ def test_flags_required_columns_and_argument_errors_by_hand(tmp_path):
     assert [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues] == [
         ("participants.csv", 1, c, "", "required column is missing")
         for c in ("rule", "judged_blickets", "rule_choice", "n_tests")]
+    m2 = _folder(tmp_path, "miss2", ["A,disjunctive,0,0,,0"], ["A,1"],
+                 p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests", t_head="participant,test")
+    with pytest.raises(DataValidationError) as e:
+        load_trials(m2)
+    assert [(i.file, i.row, i.column, i.value) for i in e.value.issues] == [("tests.csv", 1, "objects_on", ""),
+                                                                             ("tests.csv", 1, "lit", "")]
     with pytest.raises(FileNotFoundError, match=r"^missing participants.csv in .+ \(expected the "
                        r"participants/tests schema\)$"):
         load_trials(tmp_path)

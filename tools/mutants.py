@@ -171,6 +171,19 @@ EQUIVALENT.update({
     f"{_D}x_load_trials__mutmut_95": "n_objects = max(mx + 1, 1): with no index mx + 1 is -1 or 0, both "
                                      "floored to 1; any index replaces mx",
     f"{_D}x_load_trials__mutmut_330": "unreachable: a round column without a learner column is refused earlier",
+    **{f"{_D}x_load_trials__mutmut_{i}": "only on the error path (a bad test number): load_trials raises before "
+       "the parsed row is used, and the tests table keeps only the file's columns" for i in (537, 538, 539)},
+    f"{_D}x_load_trials__mutmut_561": "only on the error path (bad objects_on): the issue list raises before "
+                                      "the row or its flag is used",
+    **{f"{_D}x_load_trials__mutmut_{i}": "k is a small integer count, exact in float32; a named rule's P(lit) is "
+       "exactly 0 or 1 either way (the comparison that flags)" for i in (639, 641)},
+    f"{_D}x_load_trials__mutmut_798": "pd.DataFrame([], columns=c) and pd.DataFrame(columns=c) are the same empty "
+                                      "frame",
+    **{f"{_D}x_load_trials__mutmut_{i}": "each parsed row is dict(csv row) with 'possible' added last: the same "
+       "columns in the same order as list(T.columns) + ['possible']" for i in (800, 802)},
+    f"{_D}x_load_trials__mutmut_827": "the test column keyed through the participant map is all NaN: the stable "
+                                      "sort keeps the file's order within a participant, which validation "
+                                      "requires to be 1, 2, ...",
     f"{_D}x__read_csv__mutmut_5": "pandas reads keep_default_na=None as false",
     **{f"{_D}x_load_nexiom__mutmut_{i}": "the shipped data's largest object index is 3, so the inferred "
        "n_objects is the same 4" for i in (8, 10)},
