@@ -133,6 +133,9 @@ def test_constructors_store_plain_numbers_and_name_their_errors():
             make_rule(name)
         assert str(e.value) == (f"unknown rule {name!r}; expected one of ('disjunctive', 'conjunctive', "
                                 "'threshold<m>') or a causalplay.rules.Rule")
+    assert make_rule("disjunctive") == disjunctive() and make_rule("conjunctive").noise == 0.0  # default noise 0
+    # noise 1 flips every response: P(lit | k) = 1 - f(k)
+    assert disjunctive(1.0).p_lit(torch.arange(3.0)).tolist() == [1.0, 0.0, 0.0]
     # noise applies to named rules; a Rule keeps its own
     assert make_rule("disjunctive", 0.2) == disjunctive(0.2) and make_rule("threshold3", 0.2).noise == 0.2
     sig = Sigmoid(noise=0.05)

@@ -189,6 +189,11 @@ EQUIVALENT.update({
        "n_objects is the same 4" for i in (8, 10)},
 })
 
+EQUIVALENT.update({
+    "causalplay.rules.x_disjunctive__mutmut_5": "Threshold's default m is 1",
+    "causalplay.rules.xǁRuleǁp_lit__mutmut_7": "noise 0 through apply_noise: 1.0 * f + 0.0 * (1 - f) is f exactly",
+})
+
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
 
