@@ -9,9 +9,16 @@ import itertools
 import math
 
 
-def lit_prob(rule: str, k: int, noise: float) -> float:
-    on = k >= 1 if rule == "disjunctive" else k >= 2
-    return 1 - noise if on else noise
+def lit_prob(rule, k: int, noise: float) -> float:
+    """P(lit | k blickets on). ``rule``: "disjunctive", "conjunctive", "threshold<m>", or a tuple
+    ``("sigmoid", gain, bias, own_noise)`` -- Lucas & Griffiths' 1 / (1 + exp(-gain (k - bias))), flipped with
+    its own noise (a sigmoid rule object keeps its noise; ``noise`` applies to the named rules only)."""
+    if isinstance(rule, tuple):
+        _, gain, bias, own = rule
+        f = 1.0 / (1.0 + math.exp(-gain * (k - bias)))
+        return (1 - own) * f + own * (1 - f)
+    m = {"disjunctive": 1, "conjunctive": 2}.get(rule) or int(rule[len("threshold"):])
+    return 1 - noise if k >= m else noise
 
 
 def prior_of(bits, p=None, counts=None) -> float:

@@ -169,3 +169,216 @@ def test_bad_arguments(tmp_path):
         load_trials(SRC, impossible="keep")
     with pytest.raises(ValueError, match="n_objects"):
         load_trials(SRC, n_objects=0)
+
+
+# ---- small hand-written folders: every parsed value and every problem text (mutation-testing survivors) ----
+
+P_HEAD = ("participant,rule,true_blickets,judged_blickets,rule_choice,n_tests,blickets_correct,rule_correct,"
+          "prior_experience,round_seconds,learner,round,rule_text")
+T_HEAD = "participant,test,objects_on,lit,seconds_since_previous"
+
+
+def _folder(tmp_path, name, participants, tests, p_head=P_HEAD, t_head=T_HEAD):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "participants.csv").write_text(p_head + "\n" + "".join(r + "\n" for r in participants))
+    (d / "tests.csv").write_text(t_head + "\n" + "".join(r + "\n" for r in tests))
+    return d
+
+
+def test_valid_folder_parses_every_column(tmp_path):
+    """Every column's parsed value, the inferred n_objects (largest index + 1), tests ordered by the
+    participants' order then test number, histories, multi-round sequences, subset and split."""
+    d = _folder(tmp_path, "ok", [
+        "B, conjunctive ,2,,,0,FALSE,false,0,,L,2,two",
+        "C,threshold3,0 1 2,2,conjunctive,1,false,false,true,-0.0,M,1,x",
+        " A ,disjunctive,1 0,0 1, disjunctive ,2,true,TRUE,1,12.5,L,1,"],
+        ["C,1,0 1,0,1e3", "A,1,1 0,true,3.5", "A,2,2,FALSE,"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = load_trials(d)
+    assert t.n_objects == 3 and t.source == str(d) and t.flags == [] and t.ids == ["B", "C", "A"]
+    p = t.participants.set_index("participant")
+    assert p.loc["A", "true_blickets"] == (0, 1) and p.loc["A", "judged_blickets"] == (0, 1)
+    assert p.loc["B", "judged_blickets"] == () and p.loc["B", "rule_choice"] is None
+    assert p.loc["A", "rule_choice"] == "disjunctive" and p.loc["C", "rule"] == "threshold3"
+    assert p.loc["B", "rule"] == "conjunctive"  # names are stored trimmed and normalised
+    assert list(t.participants.columns) == P_HEAD.split(",")  # no column added or renamed
+    assert p.loc["A", "n_tests"] == 2 and p.loc["B", "n_tests"] == 0
+    assert [p.loc[i, "blickets_correct"] for i in "ABC"] == [True, False, False]
+    assert [p.loc[i, "rule_correct"] for i in "ABC"] == [True, False, False]
+    assert [p.loc[i, "prior_experience"] for i in "ABC"] == [True, False, True]
+    assert p.loc["A", "round_seconds"] == 12.5 and pd.isna(p.loc["B", "round_seconds"])
+    assert p.loc["C", "round_seconds"] == 0.0
+    assert [p.loc[i, "round"] for i in "ABC"] == [1, 2, 1] and [p.loc[i, "learner"] for i in "ABC"] == list("LLM")
+    assert p.loc["C", "rule_text"] == "x" and "_row" not in p.columns and "_rule" not in p.columns
+    rows = [tuple(r) for r in t.tests[["participant", "test", "objects_on", "lit", "possible"]].itertuples(
+        index=False)]
+    # tests in the participants' file order (B, C, A), not alphabetical
+    assert rows == [("C", 1, (0, 1), False, True), ("A", 1, (0, 1), True, True), ("A", 2, (2,), False, True)]
+    assert t.tests["seconds_since_previous"].fillna(-1).tolist() == [1000.0, 3.5, -1]
+    assert t.n_choices == 6
+    h = t.histories()
+    assert h["A"].pairs() == [((0, 1), True), ((2,), False)] and len(h["B"]) == 0
+    assert h["B"].trials.shape == (0, 3) and h["B"].trials.dtype == bool
+    assert h["B"].lit.shape == (0,) and h["B"].lit.dtype == bool
+    assert h["C"].trials.shape == (1, 3)  # C only used objects 0 and 1: still the data's 3 objects
+    seq = t.sequences()
+    assert list(seq) == ["L", "M"] and [len(x) for x in seq["L"]] == [2, 0] and len(seq["M"][0]) == 1
+    s = t.subset(["C", "A"])
+    assert s.ids == ["C", "A"] and s.tests["participant"].tolist() == ["C", "A", "A"]
+    assert s.tests["test"].tolist() == [1, 1, 2] and s.n_objects == 3 and s.source == str(d)
+    assert list(s.tests.columns) == list(t.tests.columns) and list(s.tests.index) == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"^unknown participant\(s\) \['Z'\]$"):
+        t.subset(["A", "Z"])
+    with pytest.raises(ValueError, match=r"^unknown participant\(s\) \['Z1', 'Z2', 'Z3', 'Z4', 'Z5'\]$"):
+        t.subset(["A"] + [f"Z{i}" for i in range(1, 7)])  # the first five are named
+    for bad_fraction in (0.0, 1.0):
+        with pytest.raises(ValueError, match=rf"^test_fraction must be in \(0, 1\), got {bad_fraction}$"):
+            t.split(bad_fraction)
+    # no object index anywhere: one object
+    e = _folder(tmp_path, "empty", ["A,disjunctive,,,,1"], ["A,1,,false"],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
+                t_head="participant,test,objects_on,lit")
+    one = load_trials(e)
+    assert one.n_objects == 1 and one.tests.loc[0, "objects_on"] == () and "round" not in one.participants
+    assert load_trials(e, n_objects=1).n_objects == 1  # the smallest valid n_objects
+    with pytest.raises(ValueError, match=r"^this data has no round column: one round per participant \(see the "
+                       r"schema's multi-round columns learner and round\)$"):
+        one.sequences()
+    # no tests at all: an empty table with the columns
+    z = _folder(tmp_path, "none", ["A,disjunctive,0,,,0"], [],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
+                t_head="participant,test,objects_on,lit")
+    zt = load_trials(z, n_objects=2)
+    assert len(zt.tests) == 0 and list(zt.tests.columns) == ["participant", "test", "objects_on", "lit", "possible"]
+
+
+def test_every_problem_is_reported_with_its_exact_text(tmp_path):
+    unknown = ("unknown rule {!r}; expected one of ('disjunctive', 'conjunctive', 'threshold<m>') or a "
+               "causalplay.rules.Rule")
+    d = _folder(tmp_path, "bad", [
+        "A,disjunctive,0 1,0 1,disjunctive,2,true,true,false,1,L,1,",       # row 2: valid
+        " ,conjunctive,0,0,,0,true,,,,L,2,",                                # 3: empty code, rule_correct ''
+        "A,sometimes,0 x,1 1,both,-1,yes,true,maybe,inf,,x,",               # 4
+        "D,conjunctive,0 5,1,conjunctive,1,true,false,,soon,L,4,",          # 5: L rounds 1, 2, 4
+        "E,disjunctive,2,2,conjunctive,0,false,,,nan,N,1,",                 # 6
+        "F,disjunctive,2,2,conjunctive,x,true,true,,,N,1,"],                # 7: round 1 of N again
+        ["A,1,0 1,true,", "Q,1,0,true,", "A,3,1,1,-3", "D,0,1,maybe,", "A,x,1,0,", "E,1,2,true,"])
+    with pytest.raises(DataValidationError) as e:
+        load_trials(d, n_objects=4)
+    P, T = "participants.csv", "tests.csv"
+    want = [
+        (P, 3, "participant", " ", "empty participant code"),
+        (P, 3, "rule_correct", "", "expected true/false"),
+        (P, 3, "prior_experience", "", "expected true/false"),
+        (P, 4, "participant", "A", "duplicate participant code (first at row 2)"),
+        (P, 4, "rule", "sometimes", unknown.format("sometimes")),
+        (P, 4, "true_blickets", "0 x", "expected space-separated object indices (non-negative integers), e.g. '0 2'"),
+        (P, 4, "judged_blickets", "1 1", "an object index is repeated"),
+        (P, 4, "rule_choice", "both", unknown.format("both")),
+        (P, 4, "n_tests", "-1", "expected a non-negative integer"),
+        (P, 4, "blickets_correct", "yes", "expected true/false"),
+        (P, 4, "prior_experience", "maybe", "expected true/false"),
+        (P, 4, "round", "x", "expected a positive integer (1-based round of the learner)"),
+        (P, 4, "learner", "", "empty learner code (needed with a round column)"),
+        (P, 4, "round_seconds", "inf", "expected a number >= 0 (or empty)"),
+        (P, 5, "true_blickets", "0 5", "object index outside range(n_objects=4)"),
+        (P, 5, "prior_experience", "", "expected true/false"),
+        (P, 5, "round_seconds", "soon", "expected a number >= 0 (or empty)"),
+        (P, 5, "rule_correct", "false", "disagrees with rule/rule_choice"),  # D chose its true rule
+        (P, 6, "rule_correct", "", "expected true/false"),
+        (P, 6, "prior_experience", "", "expected true/false"),
+        (P, 6, "round_seconds", "nan", "expected a number >= 0 (or empty)"),
+        (P, 6, "blickets_correct", "false", "disagrees with true_blickets/judged_blickets"),
+        (P, 7, "n_tests", "x", "expected a non-negative integer"),
+        (P, 7, "prior_experience", "", "expected true/false"),
+        (P, 7, "rule_correct", "true", "disagrees with rule/rule_choice"),  # F chose conjunctive, rule disjunctive
+        (T, 3, "participant", "Q", "participant code not in participants.csv"),
+        (T, 4, "test", "3", "tests of A must be numbered 1, 2, ... in order; expected 2"),
+        (T, 4, "seconds_since_previous", "-3", "expected a number >= 0 (or empty)"),
+        (T, 5, "test", "0", "expected a positive integer (1-based test index)"),
+        (T, 5, "lit", "maybe", "expected true/false (or 1/0)"),
+        (T, 6, "test", "x", "expected a positive integer (1-based test index)"),
+        (P, 5, "round", "[1, 2, 4]", "rounds of learner 'L' must be numbered 1..3, each once; got [1, 2, 4]"),
+        (P, 7, "round", "[1, 1]", "rounds of learner 'N' must be numbered 1..2, each once; got [1, 1]"),
+        (P, 5, "n_tests", "1", "tests.csv has 0 test(s) for D"),  # its one test row has no valid number
+        (P, 6, "n_tests", "0", "tests.csv has 1 test(s) for E"),
+    ]
+    got = [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues]
+    assert got == want
+    text = str(e.value)
+    assert text.startswith(f"{len(want)} bad value(s) in the trial data:\n  participants.csv, row 3, column "
+                           "'participant', value ' ': empty participant code\n  participants.csv, row 3,")
+    assert text.endswith(f"\n  ... and {len(want) - 25} more") and text.count("\n  ") == 26
+
+
+def test_flags_required_columns_and_argument_errors_by_hand(tmp_path):
+    d = _folder(tmp_path, "imp", ["A,conjunctive,1 3,1 3,conjunctive,2", "B,threshold3,0 1 2,,,1"],
+                ["A,1,0 1,true", "A,2,1 3,0", "B,1,0 1 2,false"],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
+                t_head="participant,test,objects_on,lit")
+    flag_a = ("tests.csv, row 2, column 'lit', value 'true': impossible outcome: objects [0, 1] with true "
+              "blickets [1, 3] under the conjunctive rule give P(lit)=0 (participant A)")
+    with pytest.warns(UserWarning) as rec:
+        t = load_trials(d, n_objects=4)
+    assert rec[0].filename == __file__  # stacklevel: the caller's line
+    assert [str(w.message) for w in rec] == [
+        "3 test outcome(s) impossible under the stated true rule/blickets are flagged (tests['possible'] is "
+        f"False); first: {flag_a}"]
+    assert [str(f) for f in t.flags][0] == flag_a and len(t.flags) == 3
+    assert [f.problem.split(" give ")[1] for f in t.flags] == ["P(lit)=0 (participant A)",
+                                                                "P(lit)=1 (participant A)",
+                                                                "P(lit)=1 (participant B)"]
+    assert t.tests["possible"].tolist() == [False, False, False]
+    assert t.subset(["B"]).flags == [t.flags[2]]
+    with pytest.raises(DataValidationError) as e:
+        load_trials(d, n_objects=4, impossible="raise")
+    assert [str(i) for i in e.value.issues][0] == flag_a and len(e.value.issues) == 3
+    # a round column without a learner column; missing required columns, each named
+    r = _folder(tmp_path, "round", ["A,disjunctive,0,0,,0,1"], [],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests,round",
+                t_head="participant,test,objects_on,lit")
+    with pytest.raises(DataValidationError) as e:
+        load_trials(r, n_objects=2)
+    assert [str(i) for i in e.value.issues] == [
+        "participants.csv, row 1, column 'learner', value '': a round column needs a learner column (who played "
+        "the rounds)"]
+    m = _folder(tmp_path, "miss", ["A,0"], ["A,1"], p_head="participant,true_blickets", t_head="participant,test")
+    with pytest.raises(DataValidationError) as e:
+        load_trials(m)
+    assert [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues] == [
+        ("participants.csv", 1, c, "", "required column is missing")
+        for c in ("rule", "judged_blickets", "rule_choice", "n_tests")]
+    m2 = _folder(tmp_path, "miss2", ["A,disjunctive,0,0,,0"], ["A,1"],
+                 p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests", t_head="participant,test")
+    with pytest.raises(DataValidationError) as e:
+        load_trials(m2)
+    assert [(i.file, i.row, i.column, i.value) for i in e.value.issues] == [("tests.csv", 1, "objects_on", ""),
+                                                                             ("tests.csv", 1, "lit", "")]
+    with pytest.raises(FileNotFoundError, match=r"^missing participants.csv in .+ \(expected the "
+                       r"participants/tests schema\)$"):
+        load_trials(tmp_path)
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "participants.csv").write_text(P_HEAD + "\n")
+    with pytest.raises(FileNotFoundError, match=r"^missing tests.csv in "):
+        load_trials(tmp_path / "only")
+    with pytest.raises(ValueError, match=r"^impossible must be 'flag' or 'raise', got 'keep'$"):
+        load_trials(d, impossible="keep")
+    for bad in (0, True, 2.0, -1):
+        with pytest.raises(ValueError, match=rf"^n_objects must be a positive integer, got {bad!r}$"):
+            load_trials(d, n_objects=bad)
+
+
+def test_split_defaults_and_the_25_issue_cut_of_the_error_message():
+    from causalplay.data import RowIssue
+
+    d = load_nexiom()
+    a, b = d.split()
+    assert (a.ids, b.ids) == (d.split(0.25, 0)[0].ids, d.split(0.25, 0)[1].ids)
+    assert b.ids != d.split(0.25, 1)[1].ids
+    issues = [RowIssue("tests.csv", i + 2, "lit", "?", "expected true/false (or 1/0)") for i in range(26)]
+    assert str(DataValidationError(issues[:25])) == "25 bad value(s) in the trial data:\n  " + "\n  ".join(
+        str(i) for i in issues[:25])
+    assert str(DataValidationError(issues)) == ("26 bad value(s) in the trial data:\n  " + "\n  ".join(
+        str(i) for i in issues[:25]) + "\n  ... and 1 more")

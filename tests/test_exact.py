@@ -236,3 +236,85 @@ def test_memoised_spec_still_validates():
     causalplay.infer([([0], True)], 3, noise=1)
     with pytest.raises(TypeError, match="noise must be a probability"):
         causalplay.infer([([0], True)], 3, noise=True)  # equal to 1 as a dict key; typed cache refuses it
+
+
+# ---- the large-world path, chunking, updates and the inconsistency messages (mutation survivors of exact) ----
+
+SIG = causalplay.Sigmoid(gain=2.0, bias=1.3)
+BIG_RULES = ("disjunctive", "conjunctive", "threshold12", SIG)
+BIG_BRUTE = ["disjunctive", "conjunctive", "threshold12", ("sigmoid", 2.0, 1.3, 0.0)]
+
+
+def test_large_world_step_path_against_brute_force():
+    """N = 11 (no per-trial table: one count matrix per step): thresholds (one never reachable, m = 12 > N),
+    a sigmoid rule (the gather branch), histories of 0, 2 and 4 trials padded into one batch, in chunks of one
+    episode, against enumeration."""
+    import causalplay.exact as ex
+
+    n = 11
+    space = causalplay.HypothesisSpace.build(make_spec(n, BIG_RULES, blicket_prior=0.3, noise=0.1))
+    assert ex._trial_rows(space) is None
+    hs = [[], [([0, 1], True), ([2], False)], [([0], True), ([3, 4, 5], False), ([0, 3], True), ([6], True)]]
+    hb = HistoryBatch.from_histories([History.from_pairs(h, n) for h in hs], n)
+    for kw in (dict(), dict(chunk_size=1)):
+        lw = ex.log_posterior(space, hb, **kw)
+        for b, h in enumerate(hs):
+            post = brute.posterior(h, n, BIG_BRUTE, p=0.3, noise=0.1)
+            want = [post[(tuple(int(x) for x in space.sets[s].tolist()), r)] for r in BIG_BRUTE
+                    for s in range(space.n_sets)]
+            np.testing.assert_allclose(lw[b].exp().numpy(), want, atol=1e-12, rtol=0)
+    assert ex.history_log_posterior(space, np.zeros((1, n), bool), np.zeros(1, bool)) is None
+
+
+def test_chunk_sizes_by_hand():
+    """Temporaries per episode: 3 H floats + 64 bytes per trial, plus 28 bytes per set and step without the
+    per-trial table; chunks fit max_memory, and at most CACHE_BYTES (16 MiB) of them in large worlds."""
+    import causalplay.exact as ex
+
+    small = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1))  # H = 32
+    assert ex.episode_bytes(small, 2) == 3 * 32 * 8 + 2 * 64 == 896
+    assert ex.chunk_for(small, 2, 8960) == 10 and ex.chunk_for(small, 2, 8959) == 9 and ex.chunk_for(small, 2, 5) == 1
+    big = causalplay.HypothesisSpace.build(make_spec(11, BIG_RULES, blicket_prior=0.3, noise=0.1))  # H = 8192
+    per = 3 * 8192 * 8 + 2048 * (4 + 2 * 8 + 8) + 3 * 64
+    assert ex.episode_bytes(big, 3) == per == 254144
+    assert ex.chunk_for(big, 3) == (16 << 20) // per == 66 and ex.chunk_for(big, 3, 10 * per) == 10
+    s32 = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1), dtype=torch.float32)
+    assert ex.episode_bytes(s32, 0) == 3 * 32 * 4
+
+
+def test_observe_entropy_and_inconsistency_messages_by_hand():
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(3, RULES, blicket_prior=0.3, noise=0.1))
+    lw = space.log_prior[None].repeat(2, 1).clone()
+    trial = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    out = ex.observe(space, lw, trial, torch.tensor([1.0, 0.0], dtype=torch.float64))
+    for b, pair in enumerate([([0, 1], True), ([2], False)]):
+        post = brute.posterior([pair], 3, RULES, p=0.3, noise=0.1)
+        want = [post[(tuple(int(x) for x in space.sets[s].tolist()), r)] for r in RULES for s in range(space.n_sets)]
+        np.testing.assert_allclose(out[b].exp().numpy(), want, atol=1e-12)
+    p = torch.tensor([[0.5, 0.25, 0.25, 0.0]], dtype=torch.float64)
+    assert ex.entropy_bits(p.log()).tolist() == [1.5]
+    assert ex.entropy_bits(p.log().T, dim=0).tolist() == [1.5]
+    # deterministic machine: the first pair of identical trials with different outcomes is named
+    tail = ". With a deterministic machine this is impossible; pass noise > 0 (e.g. noise=0.05)."
+    clash = [([0], True), ([1], False), ([0], False)]
+    with pytest.raises(ex.InconsistentEvidenceError) as e:
+        causalplay.infer(clash, 3)
+    assert str(e.value) == ("no hypothesis explains the evidence of episode(s) [0]: observation 0 (0,) -> lit=True "
+                            "conflicts with observation 2 (0,) -> lit=False" + tail)
+    hidden = [([0], True), ([0, 1], False)]  # no identical trials: the observations are listed
+    with pytest.raises(ex.InconsistentEvidenceError) as e:
+        causalplay.infer_batch([[([1], True)], hidden, [([2], True)], clash], 3)
+    assert str(e.value) == ("no hypothesis explains the evidence of episode(s) [1, 3]; observations: "
+                            "[((0,), True), ((0, 1), False)]" + tail)
+    det = causalplay.HypothesisSpace.build(make_spec(3, RULES, blicket_prior=0.3))
+    lw = ex.observe(det, det.log_prior[None].clone(), torch.tensor([[1.0, 0, 0]]), torch.tensor([1.0]))
+    with pytest.raises(ex.InconsistentEvidenceError) as e:
+        ex.observe(det, lw, torch.tensor([[1.0, 0, 0]]), torch.tensor([0.0]))
+    assert str(e.value) == "no hypothesis explains the evidence of episode(s) [0]" + tail
+    assert torch.isnan(ex.observe(det, lw, torch.tensor([[1.0, 0, 0]]), torch.tensor([0.0]), check=False)).all()
+    with pytest.raises(ex.InconsistentEvidenceError) as e:
+        ex.history_log_posterior(det, np.array([[1, 0, 0], [1, 0, 0]], bool), np.array([True, False]))
+    assert str(e.value) == ("no hypothesis explains the evidence of episode(s) [0]: observation 0 (0,) -> lit=True "
+                            "conflicts with observation 1 (0,) -> lit=False" + tail)

@@ -245,3 +245,283 @@ def test_bad_data_gives_clear_errors(tmp_path):
     _write(tmp_path / "miss", ok + ["B,conjunctive,0 1,0 1,,1"], ok_tests + ["B,1,0 1,true"])
     miss = load_trials(tmp_path / "miss", n_objects=4)
     assert build_features(miss).judgement.tolist()[1] == -1
+
+
+def _two_point_population(f, stop_a, stop_t=0.4):
+    """``f`` with a posterior of two draws whose population is a point at ``stop_a[i]`` (sigma 1e-12), stop_h = 0
+    (the entropy term off) and stop_t fixed: held-out participants are then drawn at exactly those values."""
+    import dataclasses
+
+    raw = {}
+    for k, v in f.raw.items():
+        shape = (1, len(stop_a)) + tuple(v.shape[2:])
+        raw[k] = torch.zeros(shape, dtype=torch.float64)  # z = 0, mu = 0 (rho: P(conjunctive) = 1/2), ...
+    raw["stop_a_mu"] = torch.tensor([stop_a], dtype=torch.float64)
+    raw["stop_a_sigma"] = torch.full((1, len(stop_a)), 1e-12, dtype=torch.float64)
+    raw["stop_t_raw"] = torch.full((1, len(stop_a)), stop_t, dtype=torch.float64)
+    raw["lapse_raw"] = torch.full((1, len(stop_a)), -1.0, dtype=torch.float64)
+    assert {"stop_a_mu", "stop_a_sigma", "stop_a_z", "stop_h_raw", "stop_t_raw", "lapse_raw"} <= set(f.raw)
+    return dataclasses.replace(f, raw=raw)
+
+
+def test_score_integrates_over_the_fitted_population(split, fits):
+    """Held-out participants are drawn from the fitted population: with two posterior draws whose population
+    is a point at stop_a = -3 and at stop_a = 2, each held-out log P is log((L(-3) + L(2)) / 2), L the
+    hand-written `random` likelihood, up to the Monte Carlo error of picking the draws (4000 picks: sd of the
+    share 0.008, 0.05 nats is > 4 sd here). Using one draw only would be off by up to log 2."""
+    _, held = split
+    f = _two_point_population(fits["random"], [-3.0, 2.0])
+    sc = f.score(held, n_draws=4000, n_new=1)
+    tests = [len(held.histories()[k]) for k in held.ids]
+    one = {"stop_t": np.full((1, len(held)), 0.4)}
+
+    def lik(a, T):
+        return math.exp(_random_model_log_lik({"stop_a": np.full((1, len(held)), a), **one}, 0, 0, T))
+
+    want = [math.log((lik(-3.0, T) + lik(2.0, T)) / 2) for T in tests]
+    apart = [abs(math.log(lik(-3.0, T)) - math.log(lik(2.0, T))) for T in tests]
+    assert max(apart) > 3.0  # the two draws predict very differently
+    np.testing.assert_allclose(sc.per_participant.to_numpy(), want, rtol=0, atol=0.05)
+    assert list(sc.per_participant.index) == held.ids and sc.per_participant.name == "log_p"
+    assert sc.n_choices == sum(T + 1 for T in tests)
+    # one population point: every draw is the same participant, the score is its likelihood exactly
+    g = _two_point_population(fits["random"], [2.0, 2.0])
+    sg = g.score(held, n_draws=3, n_new=2)
+    np.testing.assert_allclose(sg.per_participant.to_numpy(), [math.log(lik(2.0, T)) for T in tests], rtol=0,
+                               atol=1e-9)
+    assert g.score(held, n_draws=1, n_new=1).total_nats == pytest.approx(sg.total_nats, abs=1e-9)
+
+
+def test_score_seed_defaults_and_bad_arguments(split, fits):
+    _, held = split
+    f = fits["eig_sweep"]
+    a = f.score(held, n_draws=20, n_new=2)
+    b = f.score(held, n_draws=20, n_new=2, seed=0)
+    c = f.score(held, n_draws=20, n_new=2, seed=1)
+    pd.testing.assert_series_equal(a.per_participant, b.per_participant)
+    assert not np.allclose(a.per_participant, c.per_participant)
+    d = f.score(held)  # defaults: 400 draws x 5 new participants, seed 0
+    e = f.score(held, n_draws=400, n_new=5, seed=0)
+    pd.testing.assert_series_equal(d.per_participant, e.per_participant)
+    assert not np.allclose(d.per_participant, f.score(held, n_draws=400, n_new=4).per_participant)
+    assert not np.allclose(d.per_participant, f.score(held, n_draws=399, n_new=5).per_participant)
+    for kw, msg in ((dict(n_draws=0), r"^n_draws must be an integer >= 1, got 0$"),
+                    (dict(n_new=0), r"^n_new must be an integer >= 1, got 0$")):
+        with pytest.raises(ValueError, match=msg):
+            f.score(held, **kw)
+    data, _ = split
+    with pytest.raises(ValueError, match=r"^score\(\) is for participants not used in fitting; \['"
+                       + "', '".join(sorted(data.ids)[:5]) + r"'\] were fitted$"):
+        f.score(data.subset(data.ids[:7]))
+
+
+def test_score_judgements_are_the_judged_pair_and_its_marginals(split, fits):
+    """With one population point, each held-out judgement's log P is read from the judgement model's table at
+    that point: the judged (rule, set) entry, the sum over rules for the set, the sum over sets for the rule.
+    Participants without a judgement are NaN and left out of judgement_nats."""
+    import dataclasses
+
+    from causalplay.models.choice import LearnerConfig
+
+    from causalplay.fitting.scoring import Score
+
+    _, held = split
+    # a learner other than the default (its posterior decides the judgement probabilities): the score must use it
+    f = dataclasses.replace(_two_point_population(fits["random"], [0.5, 0.5]),
+                            learner=LearnerConfig(blicket_prior=0.2, noise=0.05))
+    # the first participant judges "disjunctive, no blickets" (judgement index 0, the first of the table), the
+    # second gives no rule choice (no judgement: NaN)
+    p = held.participants.copy()
+    p.at[0, "judged_blickets"], p.at[0, "rule_choice"], p.at[1, "rule_choice"] = (), "disjunctive", None
+    held = dataclasses.replace(held, participants=p)
+    sc = f.score(held, n_draws=3, n_new=2)  # 6 draws, 4 participants
+    feats = build_features(held, f.learner)
+    assert feats.judgement[:2].tolist() == [0, -1]
+    raw = {k: v[0, :1] for k, v in f.raw.items()}
+    raw["stop_a_z"] = torch.zeros(1, len(held), dtype=torch.float64)
+    theta = f.par.theta(raw, len(held))
+    jl = f.model.judgement_log_probs(feats, theta)[0].exp().numpy()  # [P, R * S], rule-major
+    S = feats.space.n_sets
+    for p, pid in enumerate(held.ids):
+        j = int(feats.judgement[p])
+        if j < 0:
+            assert sc.judgements.loc[pid].isna().all()
+            continue
+        r, s = divmod(j, S)
+        row = sc.judgements.loc[pid]
+        assert row["joint"] == pytest.approx(math.log(jl[p, j]), abs=1e-9)
+        assert row["blickets"] == pytest.approx(math.log(sum(jl[p, rr * S + s] for rr in range(len(jl[p]) // S))),
+                                                abs=1e-9)
+        assert row["rule"] == pytest.approx(math.log(sum(jl[p, r * S + ss] for ss in range(S))), abs=1e-9)
+    jt = pd.DataFrame({"joint": [-1.0, np.nan, -2.0], "blickets": [-0.5, np.nan, -0.25],
+                       "rule": [-0.1, np.nan, -0.3]}, index=["a", "b", "c"])
+    s3 = Score(-7.0, 4, pd.Series([-3.0, -4.0, 0.0], index=["a", "b", "c"]), jt)
+    assert s3.judgement_nats() == {"joint": -3.0, "blickets": -0.75, "rule": pytest.approx(-0.4), "n": 2}
+    assert Score(-1.0, 2, pd.Series([-1.0])).judgement_nats() == {}
+    assert s3.nats_per_choice == 1.75 and tuple(s3) == (-7.0, 4)
+
+
+def test_paired_difference_of_scores_by_hand():
+    from causalplay.fitting.scoring import Score, paired_difference
+
+    a = Score(-10.0, 8, pd.Series([-3.0, -5.0, -2.0], index=["x", "y", "z"]))
+    b = Score(-13.0, 8, pd.Series([-4.0, -5.5, -3.5], index=["x", "y", "z"]))
+    d = np.array([1.0, 0.5, 1.5])  # a - b per participant; sd (ddof 1) = 0.5
+    assert paired_difference(a, b, per_choice=False) == pytest.approx((3.0, math.sqrt(3) * 0.5))
+    assert paired_difference(a, b) == pytest.approx((-3.0 / 8, math.sqrt(3) * d.std(ddof=1) / 8))
+    one = Score(-1.0, 2, pd.Series([-1.0], index=["x"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one participant: no SE, and no numpy "degrees of freedom" warning
+        diff, se = paired_difference(one, one, per_choice=False)
+    assert diff == 0.0 and math.isnan(se)
+    two = (Score(-3.0, 4, pd.Series([-1.0, -2.0], index=["x", "y"])), Score(-4.0, 4, pd.Series([-2.0, -2.0],
+                                                                                               index=["x", "y"])))
+    assert paired_difference(*two, per_choice=False) == pytest.approx((1.0, math.sqrt(2) * math.sqrt(0.5)))
+    with pytest.raises(ValueError, match=r"^paired_difference needs scores of the same participants in the same "
+                       r"order$"):
+        paired_difference(a, Score(-13.0, 8, b.per_participant[::-1]))
+
+
+def test_compare_table_by_hand_from_arviz(split, fits):
+    """compare()'s columns recomputed here from az.loo / az.waic on each fit's draws: paired elpd differences
+    and their SEs, the Pareto-k count (first tests under `random` have the same log-likelihood in every draw:
+    exact LOO values, not counted), the order, and the held-out columns from the scores."""
+    import dataclasses
+
+    import arviz as az
+
+    data, held = split
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        table = compare(fits)
+        loo = {m: az.loo(f.idata, var_name="choice", pointwise=True) for m, f in fits.items()}
+        waic = {m: az.waic(f.idata, var_name="choice", pointwise=True) for m, f in fits.items()}
+    msgs = [str(w.message) for w in rec]
+    best = max(loo, key=lambda m: float(loo[m].elpd_loo))
+    assert list(table.index) == sorted(loo, key=lambda m: -float(loo[m].elpd_loo))
+    for m, f in fits.items():
+        row, lo = table.loc[m], loo[m]
+        assert row["elpd_loo"] == pytest.approx(float(lo.elpd_loo)) and row["se_loo"] == pytest.approx(float(lo.se))
+        assert row["p_loo"] == pytest.approx(float(lo.p_loo))
+        assert row["elpd_waic"] == pytest.approx(float(waic[m].elpd_waic))
+        assert row["se_waic"] == pytest.approx(float(waic[m].se))
+        assert row["p_waic"] == pytest.approx(float(waic[m].p_waic))
+        assert row["method"] == "svi" and row["draws"] == 60
+        d = np.asarray(loo[best].loo_i) - np.asarray(lo.loo_i)
+        assert row["elpd_diff"] == pytest.approx(d.sum(), abs=1e-9)
+        assert row["dse"] == pytest.approx(0.0 if m == best else math.sqrt(len(d)) * d.std(ddof=1), abs=1e-9)
+        ll = f.idata.log_likelihood["choice"].values.reshape(-1, data.n_choices)
+        const = ll.std(0) < 1e-12
+        assert row["constant_points"] == const.sum()
+        good = float(lo.good_k)
+        assert row["pareto_k_good_threshold"] == good
+        k = np.asarray(lo.pareto_k)
+        thr = min(good, 0.7)
+        n_bad = int(((k > thr) & ~const).sum())
+        assert row["pareto_k_bad"] == n_bad and row["pareto_k_max"] == pytest.approx(np.where(const, 0, k).max())
+        if n_bad:
+            want = (f"{m}: PSIS-LOO unreliable for {n_bad} of {k.size} choices (Pareto k > {thr:.2f}, max "
+                    f"{np.where(const, 0, k).max():.2f}); rely on held-out participants (compare(..., "
+                    f"held_out=...)) for this comparison")
+            assert msgs.count(want) == 1
+        # ArviZ's own warnings, once per model and message, prefixed with the model's name
+        ours = [s for s in msgs if s.startswith(f"{m}: ") and "PSIS-LOO unreliable" not in s]
+        assert ours and len(ours) == len(set(ours))
+    first = np.concatenate([np.arange(len(h) + 1) == 0 for h in data.histories().values()])
+    assert table.loc["random", "constant_points"] == first.sum() == len(data)
+    assert table.loc["random", "pareto_k_max"] < np.inf
+    # judgement log-likelihoods instead of choices
+    jt = compare(fits, var_name="judgement")
+    assert jt.loc["random", "elpd_loo"] == pytest.approx(
+        float(az.loo(fits["random"].idata, var_name="judgement").elpd_loo))
+    # with held-out participants: their scores, ordered best first, paired differences to the best
+    ht = compare(fits, held, n_draws=30, n_new=2, seed=4)
+    sc = {m: f.score(held, n_draws=30, n_new=2, seed=4) for m, f in fits.items()}
+    assert list(ht.index) == sorted(sc, key=lambda m: sc[m].nats_per_choice)
+    top = ht.index[0]
+    for m in fits:
+        assert ht.loc[m, "heldout_nats_per_choice"] == pytest.approx(sc[m].nats_per_choice)
+        d = (sc[m].per_participant - sc[top].per_participant).to_numpy()
+        assert ht.loc[m, "heldout_diff"] == pytest.approx(-d.sum() / sc[m].n_choices)
+        jn = sc[m].judgement_nats()
+        assert ht.loc[m, "heldout_judgement"] == pytest.approx(jn["joint"])
+        assert ht.loc[m, "heldout_judgement_blickets"] == pytest.approx(jn["blickets"])
+        assert ht.loc[m, "heldout_judgement_rule"] == pytest.approx(jn["rule"])
+    assert ht.attrs["scores"].keys() == fits.keys()
+    with pytest.raises(TypeError, match=r"^fits must be a non-empty dict name -> Fit$"):
+        compare({})
+    with pytest.raises(TypeError, match=r"^fits\['b'\] is not a causalplay Fit$"):
+        compare({"a": fits["random"], "b": "fit"})
+    with pytest.raises(ValueError, match=r"^compare\(\) needs fits of the same participants; got different "
+                       r"participant lists$"):
+        compare({"a": fits["random"], "b": dataclasses.replace(fits["random"], feats=build_features(held))})
+
+
+def test_compare_reissues_each_warning_once_from_the_callers_line(fits, monkeypatch):
+    """ic_table re-issues LOO/WAIC's warnings once per model and message, with their category, prefixed with the
+    model's name and pointing at the caller's line; without ArviZ's good_k the threshold is 0.7, and a Pareto k
+    exactly at the threshold is not counted as bad. Driven through a wrapped _loo_waic whose output is set here."""
+    import arviz as az
+
+    import causalplay.fitting.scoring as sc
+
+    orig = sc._loo_waic
+    ks = {}
+
+    def wrapped(idata, var_name):
+        loo, waic, _ = orig(idata, var_name)
+        loo = loo.copy()
+        del loo["good_k"]
+        k = np.zeros(len(np.asarray(loo.pareto_k)))
+        k[1], k[2], k[3] = 0.7, 0.7 + 1e-9, 2.0  # at, just above and well above the threshold
+        loo["pareto_k"] = k
+        ks[id(idata)] = k
+        caught = [warnings.WarningMessage(RuntimeWarning("x"), RuntimeWarning, "f.py", 1),
+                  warnings.WarningMessage(RuntimeWarning("x"), RuntimeWarning, "f.py", 2),
+                  warnings.WarningMessage(UserWarning("y"), UserWarning, "f.py", 3)]
+        return loo, waic, caught
+
+    monkeypatch.setattr(sc, "_loo_waic", wrapped)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        table = compare(fits)
+    got = [(str(w.message), w.category) for w in rec]
+    for m in fits:
+        assert got.count((f"{m}: x", RuntimeWarning)) == 1 and got.count((f"{m}: y", UserWarning)) == 1
+        assert table.loc[m, "pareto_k_good_threshold"] == 0.7
+        assert table.loc[m, "pareto_k_bad"] == 2 and table.loc[m, "pareto_k_max"] == 2.0
+        assert got.count((f"{m}: PSIS-LOO unreliable for 2 of {len(ks[id(fits[m].idata)])} choices (Pareto k > "
+                          f"0.70, max 2.00); rely on held-out participants (compare(..., held_out=...)) for this "
+                          "comparison", UserWarning)) == 1
+    assert {w.filename for w in rec} == {__file__}  # stacklevel: the line that called compare()
+    monkeypatch.setattr(sc, "_loo_waic", orig)
+    # ic_table on its own: the choice log-likelihoods by default; pointwise values even when ArviZ's default is off
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, pw = sc.ic_table(fits)
+        with az.rc_context({"stats.ic_pointwise": False}):
+            t2, _ = sc.ic_table(fits)
+        want = float(az.loo(fits["random"].idata, var_name="choice").elpd_loo)
+    assert t.loc["random", "elpd_loo"] == pytest.approx(want) and t2.loc["random", "elpd_loo"] == pytest.approx(want)
+    assert pw["random"].sum() == pytest.approx(want)
+
+
+def test_compare_held_out_defaults_are_the_score_defaults(split, fits):
+    """compare(held_out=...) scores with Fit.score's defaults: 400 draws x 5 new participants, seed 0."""
+    _, held = split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = compare(fits, held)
+    for m, f in fits.items():
+        want = f.score(held, n_draws=400, n_new=5, seed=0)
+        assert table.loc[m, "heldout_nats_per_choice"] == want.nats_per_choice  # the same draws: exactly equal
+        pd.testing.assert_series_equal(table.attrs["scores"][m].per_participant, want.per_participant)
+
+
+def test_heldout_score_defaults_are_fit_scores(split, fits):
+    from causalplay.fitting.scoring import heldout_score
+
+    _, held = split
+    a, b = heldout_score(fits["eig_sweep"], held), fits["eig_sweep"].score(held)  # 400 x 5 draws, seed 0
+    pd.testing.assert_series_equal(a.per_participant, b.per_participant)
+    assert not np.allclose(a.per_participant, heldout_score(fits["eig_sweep"], held, seed=1).per_participant)
