@@ -181,44 +181,44 @@ def markdown(tab: pd.DataFrame, cfg: Config) -> str:
 def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[str, dict[str, float]]:
     """Is a belief-input policy limited by the trials it runs or by the beliefs it reports?
 
-    The same ``episodes`` (``make_batch(env, episodes, seed=[seed, 0])``, the benchmark's shard ``[seed, 0]``)
-    played three ways: ``policy``, the policy as trained; ``exact-belief``, the policy's trials with its beliefs
-    replaced by the EIG agent's (exact posterior, MAP guess, a guess the env did not accept excluded); ``eig``, the
-    EIG agent alone. ``exact-belief`` far below ``eig``: the policy's trials do not gather the evidence;
-    ``exact-belief`` far above ``policy``: its belief readout is the limit.
+    The same ``episodes`` (the benchmark's shard ``[seed, 0]``) played three ways: ``policy``, the policy as
+    trained; ``exact-belief``, the policy's trials with its beliefs replaced by the EIG agent's (exact posterior,
+    MAP guess, a guess the env did not accept excluded); ``eig``, the EIG agent alone. ``exact-belief`` far below
+    ``eig``: the policy's trials do not gather the evidence; ``exact-belief`` far above ``policy``: its belief
+    readout is the limit.
     """
     from causalplay.envs import make_batch
 
     from causalplay.agents import TaskInfo, make_agent
+    from causalplay.bench.runner import run_episodes
 
-    def play(mode: str) -> dict[str, float]:
-        # the policy reads the "history" observation and the EIG agent the panel one: two copies of the same
-        # batch (same seed: same episodes and machine noise), stepped with the same actions
-        rl = make_agent(f"rl:path={run}", seed=seed) if mode != "eig" else None
-        eig = make_agent("eig", seed=seed) if mode != "policy" else None
-        hist = make_batch(env, episodes, seed=[seed, 0], obs_mode="history")
-        panel = make_batch(env, episodes, seed=[seed, 0])
-        obs_h, obs_p = hist.reset(), panel.reset()
-        if rl is not None:
-            rl.reset(TaskInfo.from_env(hist), obs_h)
-        if eig is not None:
-            eig.reset(TaskInfo.from_env(panel), obs_p)
-        n = hist.config.n_objects
-        while not bool(hist.done.all()):
-            active = ~hist.done
-            a = rl.act(obs_h, active) if rl is not None else None
-            if eig is not None:
-                b = eig.act(obs_p, active)
-                a = b if a is None else torch.cat([a[:, :n], b[:, n:].to(a.dtype)], 1)
-            obs_h, _, _, _ = hist.step(a)
-            obs_p, _, _, _ = panel.step(a)
-            assert bool((hist.done == panel.done).all())  # the two copies cannot drift apart
-        rec = hist.record()
-        return {"context_acc": 100 * float(np.mean(rec["context_solved"])),
-                "episode_acc": 100 * float(np.mean(rec["episode_solved"])),
-                "episode_reward": float(np.mean(rec["episode_reward"]))}
+    def scores(solved_ctx, solved, reward) -> dict[str, float]:
+        return {"context_acc": 100 * float(np.mean(solved_ctx)), "episode_acc": 100 * float(np.mean(solved)),
+                "episode_reward": float(np.mean(reward))}
 
-    return {mode: play(mode) for mode in ("policy", "exact-belief", "eig")}
+    out = {}
+    for mode, spec in (("policy", f"rl:path={run}"), ("eig", "eig")):
+        df = run_episodes(env, spec, episodes, seed, shard=0)
+        out[mode] = scores(df.context_solved, df.episode_solved, df.episode_reward)
+    # the mixed player: the policy reads the "history" observation and the EIG agent the panel one, so two copies
+    # of the same batch (same seed: same episodes and machine noise), stepped with the same actions
+    rl, eig = make_agent(f"rl:path={run}", seed=seed), make_agent("eig", seed=seed)
+    hist = make_batch(env, episodes, seed=[seed, 0], obs_mode="history")
+    panel = make_batch(env, episodes, seed=[seed, 0])
+    obs_h, obs_p = hist.reset(), panel.reset()
+    rl.reset(TaskInfo.from_env(hist), obs_h)
+    eig.reset(TaskInfo.from_env(panel), obs_p)
+    n = hist.config.n_objects
+    while not bool(hist.done.all()):
+        active = ~hist.done
+        a, b = rl.act(obs_h, active), eig.act(obs_p, active)
+        a = torch.cat([a[:, :n], b[:, n:].to(a.dtype)], 1)
+        obs_h, _, _, _ = hist.step(a)
+        obs_p, _, _, _ = panel.step(a)
+        assert bool((hist.done == panel.done).all())  # the two copies cannot drift apart
+    rec = hist.record()
+    out["exact-belief"] = scores(rec["context_solved"], rec["episode_solved"], rec["episode_reward"])
+    return {m: out[m] for m in ("policy", "exact-belief", "eig")}
 
 
 def plot_rows(runs: dict[str, Path], path: Path) -> None:
@@ -256,7 +256,6 @@ def plot_rows(runs: dict[str, Path], path: Path) -> None:
 
 
 def main(cfg: Config) -> pd.DataFrame:
-
     out = Path(cfg.out_root) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     root = out / "train" if cfg.smoke else Path(cfg.runs)

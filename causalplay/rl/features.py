@@ -68,7 +68,7 @@ class FeatureMap:
                                                 dtype=torch.float64)
             self._sizes = self._space.sets.sum(-1).round().long()  # [S]
             self._table = self._trial_table()
-            codes = (self._space.sets.round().long() << torch.arange(self.N)).sum(-1)  # [S] set -> bit code
+            codes = self._space.set_codes  # [S] bit code of every set -> its index, for reading guesses
             self._set_of_code = torch.full((2**self.N,), -1, dtype=torch.long)
             self._set_of_code[codes] = torch.arange(codes.shape[0])
         self.n_rules = len(self.rules)
@@ -111,16 +111,17 @@ class FeatureMap:
         rows = np.arange(self._rejected.shape[0]) if rows is None else np.asarray(rows)
         if len(rows) != o.shape[0]:
             raise ValueError(f"{o.shape[0]} observations for {len(rows)} tracked rows")
+        at = torch.as_tensor(rows, dtype=torch.long)
         last = self.layout.get(o, "last_belief")  # the previous action's beliefs
         # a guess exists after the first step, and names a set only if no belief sits exactly on 0.5 (which is
         # on neither side, so nothing could have been accepted); the env going on means it was wrong
         made = torch.from_numpy(self._steps[rows] >= 1) & ((last - 0.5).abs() > 0).all(-1)
         code = ((last > 0.5).long() << torch.arange(self.N)).sum(-1)
-        rej = self._rejected[torch.as_tensor(rows, dtype=torch.long)].clone()
+        rej = self._rejected[at].clone()
         idx = torch.nonzero(made).squeeze(-1)
         rej[idx, self._set_of_code[code[idx]]] = True
         if commit:
-            self._rejected[torch.as_tensor(rows, dtype=torch.long)] = rej
+            self._rejected[at] = rej
             self._steps[rows] += 1
         return rej
 
