@@ -43,7 +43,8 @@ def test_levels_sites_and_names():
                                                                   r"\['beta', 'delta', 'gamma', 'stop_a'\]"),
                                         ("eig_sweep+shared(beta)+shared(beta)", r"\['beta'\]"),
                                         ("eig_sweep+shared()", "non-empty"),
-                                        ("eig_sweep+pooled", "unknown modifier '\\+pooled'")])
+                                        ("eig_sweep+pooled", "unknown modifier '\\+pooled'"),
+                                        ("eig_sweep+shared(gamma", r"unknown modifier '\+shared\(gamma'")])
 def test_bad_names_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
         get_model(bad)

@@ -80,12 +80,12 @@ def get_model(name: str | ChoiceModel, judgement: str | JudgementModel | None = 
     """
     if isinstance(name, ChoiceModel):
         cm = name
-    elif isinstance(name, str) and name.split("+")[0] in REGISTRY:
-        cm = REGISTRY[name.split("+")[0]]
-        for mod in re.findall(r"\+(transfer|shared\([^()]*\)|[^+]*)", name[len(name.split("+")[0]):]):
+    elif isinstance(name, str) and (base := name.split("+", 1)[0]) in REGISTRY:
+        cm = REGISTRY[base]
+        for mod in re.findall(r"\+(transfer|shared\([^()]*\)|[^+]*)", name[len(base):]):
             if mod == "transfer":
                 cm = cm.with_transfer()
-            elif mod.startswith("shared(") and mod.endswith(")"):
+            elif mod.startswith("shared(") and mod.endswith(")"):  # "shared(a" falls to the catch-all: refused
                 cm = cm.with_shared([n.strip() for n in mod[7:-1].split(",") if n.strip()])
             else:
                 raise ValueError(f"unknown modifier {'+' + mod!r} in choice model {name!r}; expected "

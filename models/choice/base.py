@@ -434,6 +434,12 @@ class ChoiceModel:
               + tuple(self.judge.params))
         return tuple(replace(p, level="shared") if p.name in self.shared else p for p in ps)
 
+    def _copy(self) -> ChoiceModel:
+        """A shallow copy for the ``with_*`` variants (no ``__init__``: subclasses take other arguments)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
     def with_shared(self, names) -> ChoiceModel:
         """A copy named ``<name>+shared(a,b)`` in which the participant-level parameters ``names`` take one value
         for everybody.
@@ -444,13 +450,12 @@ class ChoiceModel:
         """
         names = frozenset([names] if isinstance(names, str) else names)
         level = {p.name: p.level for p in self.all_params()}
-        bad = sorted(n for n in names if level.get(n) != "participant" or n in self.shared)
+        bad = sorted(n for n in names if level.get(n) != "participant")  # already shared ones included
         if bad or not names:
             choices = sorted(n for n, lv in level.items() if lv == "participant")
             raise ValueError(f"with_shared: {bad or sorted(names)} of model {self.name!r} cannot be made shared; "
                              f"expected a non-empty subset of its participant-level parameters {choices}")
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._copy()
         new.shared = self.shared | names
         base = re.sub(r"\+shared\([^()]*\)", "", self.name)
         new.name = f"{base}+shared({','.join(sorted(new.shared))})"
@@ -462,8 +467,7 @@ class ChoiceModel:
         ``LearnerConfig(transfer=True)``."""
         if self.transfer:
             return self
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._copy()
         new.transfer = True
         new.name = f"{self.name}+transfer"
         return new
@@ -480,8 +484,7 @@ class ChoiceModel:
         """A copy of this model with another judgement model (a name from ``JUDGEMENT_MODELS`` or an instance)."""
         from .judgement import get_judgement
 
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new = self._copy()
         new.judgement = get_judgement(judgement)
         return new
 
