@@ -113,6 +113,18 @@ def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_exclu
     assert excluded > 100
 
 
+def test_belief_tracker_misuse_is_refused():
+    env = make_batch(ENV, 3, seed=0, obs_mode="history")
+    obs = env.reset()
+    fm = FeatureMap.for_task(env, tracker=True)
+    with pytest.raises(RuntimeError, match=r"needs reset\(batch_size\) before its first call"):
+        fm(obs)
+    fm.reset(3)
+    with pytest.raises(ValueError, match="2 observations for 3 tracked rows"):
+        fm(obs[:2])
+    assert fm(obs[:2], rows=np.array([0, 2])).shape == (2, 111 + 18)
+
+
 def test_belief_tracker_forgets_at_a_vector_envs_auto_reset():
     env = make_train_env(ENV, 4, seed=0, tracker=True)
     obs = env.reset()
