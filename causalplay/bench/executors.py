@@ -42,9 +42,36 @@ def _one_thread() -> None:
         pass
 
 
+def _private_tqdm_lock() -> None:
+    """Give this forked worker tqdm write locks of its own.
+
+    tqdm guards every bar with a lock that spans processes (a ``multiprocessing.RLock`` the driver created and
+    the fork handed down) plus a thread lock. :meth:`ProcessExecutor.abort` terminates workers wherever they
+    are; one killed inside a progress bar (dagma draws one per NOTEARS fit) left that semaphore held for ever,
+    and the driver's own bar then blocked on it: Ctrl-C never returned (a flake of the suite, reproduced with
+    a worker stuck in ``SemLock.acquire`` under ``tqdm.__init__``). A fork can likewise copy a thread lock held
+    by the driver's tqdm monitor thread. Nobody sees a worker's bars, so each worker gets private locks: no lock
+    the driver takes can ever be held by a process it kills.
+    """
+    try:
+        from tqdm import std
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return
+    std.TqdmDefaultWriteLock.mp_lock = None  # tqdm's own fallback where multiprocessing locks are unavailable
+    std.TqdmDefaultWriteLock.th_lock = std.TRLock()
+    classes = [std.tqdm]
+    while classes:  # bar classes keep the lock object they built in the driver: drop it, the next bar makes one
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        if "_lock" in vars(cls):
+            delattr(cls, "_lock")
+
+
 def _init_worker() -> None:
-    """Process-pool initialiser: one torch thread; Ctrl-C is the driver's to handle (it aborts the pool)."""
+    """Process-pool initialiser: one torch thread, private tqdm locks; Ctrl-C is the driver's to handle (it
+    aborts the pool)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _private_tqdm_lock()
     _one_thread()
 
 

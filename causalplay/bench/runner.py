@@ -153,6 +153,10 @@ def _unique(name: str, values: Sequence) -> list:
     return values
 
 
+#: How often the driver wakes from waiting on its workers to notice Ctrl-C (see run_benchmark).
+_POLL_SECONDS = 0.2
+
+
 def _stderr(msg: str) -> None:
     from tqdm.auto import tqdm
 
@@ -266,7 +270,10 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
                     harvest(done)
                 if not pending:
                     break
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                # Wake up now and then: Ctrl-C is raised in this (main) thread only when it runs Python code, and a
+                # SIGINT the kernel hands to another thread (the pool's manager, a queue feeder, tqdm's monitor)
+                # does not end a blocking wait; without a timeout the run carried on until a shard finished.
+                done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
                 harvest(done)
         except BaseException:
             for f in pending:
