@@ -278,6 +278,9 @@ def test_chunk_sizes_by_hand():
     per = 3 * 8192 * 8 + 2048 * (4 + 2 * 8 + 8) + 3 * 64
     assert ex.episode_bytes(big, 3) == per == 254144
     assert ex.chunk_for(big, 3) == (16 << 20) // per == 66 and ex.chunk_for(big, 3, 10 * per) == 10
+    # an episode past the cache budget (300,000 trials) still gets a chunk of one, not two
+    huge = ex.episode_bytes(big, 300_000)
+    assert huge == 3 * 8192 * 8 + 2048 * 28 + 300_000 * 64 > 16 << 20 and ex.chunk_for(big, 300_000, 10 * huge) == 1
     s32 = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1), dtype=torch.float32)
     assert ex.episode_bytes(s32, 0) == 3 * 32 * 4
 
@@ -318,3 +321,243 @@ def test_observe_entropy_and_inconsistency_messages_by_hand():
         ex.history_log_posterior(det, np.array([[1, 0, 0], [1, 0, 0]], bool), np.array([True, False]))
     assert str(e.value) == ("no hypothesis explains the evidence of episode(s) [0]: observation 0 (0,) -> lit=True "
                             "conflicts with observation 1 (0,) -> lit=False" + tail)
+
+
+# ---- second round on exact's survivors: shapes, dtypes and devices of the results, routing, chunking ----
+
+def brute_log_likelihood(history, sets, rules, noise):
+    """``sum_t log P(lit_t | trial_t, h)`` for every (rule, set), rule-major like the space, from brute.lit_prob."""
+    out = []
+    for r in rules:
+        for s in sets:
+            x = 0.0
+            for trial, lit in history:
+                q = brute.lit_prob(r, sum(s[i] for i in trial), noise)
+                x += math.log(q if lit else 1 - q)
+            out.append(x)
+    return out
+
+
+def brute_log_posterior(history, sets, rules, noise, p=0.3):
+    post = brute.posterior(history, len(sets[0]), rules, p=p, noise=noise)
+    return np.log([post[(s, r)] for r in rules for s in sets])
+
+
+def _sets(space):
+    return [tuple(int(x) for x in s.tolist()) for s in space.sets]
+
+
+SMALL_RULES = ("disjunctive", "conjunctive", "threshold3", SIG)
+SMALL_BRUTE = ["disjunctive", "conjunctive", "threshold3", ("sigmoid", 2.0, 1.3, 0.0)]
+
+
+@pytest.mark.parametrize("n,rules,brules", [(5, SMALL_RULES, SMALL_BRUTE), (11, BIG_RULES, BIG_BRUTE)])
+def test_log_likelihood_leading_dims_mask_and_no_trials_against_brute_force(n, rules, brules):
+    """trials ``[2, 3, T, N]`` (leading dims beyond one batch dim), with and without a mask, on the per-trial table
+    (N = 5) and the per-step path (N = 11): every entry against enumeration; no trials gives zeros of shape
+    ``[2, 3, H]`` in the space's dtype (float64, not torch's default float32)."""
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
+    assert (ex._trial_rows(space) is None) == (n > 10)
+    rng = np.random.default_rng(n)
+    hs = [random_history(rng, n, 4) for _ in range(6)]
+    hb = HistoryBatch.from_histories([History.from_pairs(h, n) for h in hs], n)
+    trials, lit = hb.trials.reshape(2, 3, 4, n), hb.lit.reshape(2, 3, 4)  # T = 4: no axis of the same size
+    mask = torch.ones(2, 3, 4, dtype=torch.bool)
+    mask[1, :, 1] = False  # the second three histories without their second trial
+    sets, H = _sets(space), space.n_hypotheses
+    plain = ex.log_likelihood(space, trials, lit)
+    masked = ex.log_likelihood(space, trials, lit, mask)
+    assert plain.shape == masked.shape == (2, 3, H) and plain.dtype == masked.dtype == torch.float64
+    for i, h in enumerate(hs):
+        a, b = divmod(i, 3)
+        np.testing.assert_allclose(plain[a, b].numpy(), brute_log_likelihood(h, sets, brules, 0.1), atol=1e-12)
+        kept = h if a == 0 else [h[0], *h[2:]]
+        np.testing.assert_allclose(masked[a, b].numpy(), brute_log_likelihood(kept, sets, brules, 0.1), atol=1e-12)
+    none = ex.log_likelihood(space, trials[..., :0, :], lit[..., :0])
+    assert none.shape == (2, 3, H) and none.dtype == torch.float64 and not none.any()
+    # observe: [B, H] weights, one trial each (no mask on either path)
+    lw = ex.observe(space, space.log_prior[None].repeat(3, 1), trials[0, :, 0], lit[0, :, 0])
+    for b in range(3):
+        np.testing.assert_allclose(lw[b].numpy(), brute_log_posterior(hs[b][:1], sets, brules, 0.1), atol=1e-12)
+
+
+@pytest.mark.parametrize("n,rules,brules", [(5, SMALL_RULES, SMALL_BRUTE), (11, BIG_RULES, BIG_BRUTE)])
+def test_results_live_on_the_space_device_whatever_torchs_default(n, rules, brules):
+    """The space's device decides where the engine computes: with torch's default device set elsewhere ("meta",
+    the one other device a CPU-only torch has), every tensor the engine makes must still be on the CPU space's
+    device, and the numbers must be right."""
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
+    hs = [[([0, 1], True), ([2], False)], [([0], True)]]
+    hb = HistoryBatch.from_histories([History.from_pairs(h, n) for h in hs], n)
+    sets = _sets(space)
+    space.log_prior, ex._trial_rows(space)  # built (and cached) on the CPU before the default changes
+    with torch.device("meta"):
+        post = ex.log_posterior(space, hb)
+        post1 = ex.log_posterior(space, hb, chunk_size=1)
+        ll = ex.log_likelihood(space, hb.trials[:1], hb.lit[:1])  # no mask
+        none = ex.log_likelihood(space, hb.trials[:, :0], hb.lit[:, :0])
+        lw = ex.observe(space, space.log_prior[None].clone(), hb.trials[1, :1], hb.lit[1, :1])
+    for t in (post, post1, ll, none, lw):
+        assert t.device.type == "cpu"
+    for b, h in enumerate(hs):
+        want = brute_log_posterior(h, sets, brules, 0.1)
+        np.testing.assert_allclose(post[b].numpy(), want, atol=1e-12)
+        np.testing.assert_allclose(post1[b].numpy(), want, atol=1e-12)
+    np.testing.assert_allclose(ll[0].numpy(), brute_log_likelihood(hs[0], sets, brules, 0.1), atol=1e-12)
+    assert not none.any()
+    np.testing.assert_allclose(lw[0].numpy(), brute_log_posterior(hs[1], sets, brules, 0.1), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32])
+def test_batch_in_another_dtype_is_converted_to_the_space_dtype(dtype):
+    """log_posterior moves the batch to the space's dtype: a bool or float32 batch gives the float64 posterior."""
+    import causalplay.exact as ex
+
+    for n, rules, brules in [(4, SMALL_RULES, SMALL_BRUTE), (11, BIG_RULES, BIG_BRUTE)]:
+        space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
+        hs = [[([0, 1], True), ([2], False)], [([3], True)]]
+        hb = HistoryBatch.from_histories([History.from_pairs(h, n) for h in hs], n, dtype=dtype)
+        assert hb.trials.dtype == dtype
+        post = ex.log_posterior(space, hb)
+        assert post.dtype == torch.float64
+        for b, h in enumerate(hs):
+            np.testing.assert_allclose(post[b].numpy(), brute_log_posterior(h, _sets(space), brules, 0.1),
+                                       atol=1e-12)
+
+
+def test_log_posterior_chunks_follow_chunk_size_and_max_memory(monkeypatch):
+    """Episodes go to log_likelihood in consecutive chunks of ``chunk_size``, or of ``max_memory //
+    episode_bytes(space, T)`` (T trials, not N objects): spied chunk by chunk, and the result against brute force."""
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1))  # H = 32
+    hs = [[([0], True), ([1, 2], False)], [([3], True)], [], [([0, 1], True), ([0], False)], [([2], True)]]
+    hb = HistoryBatch.from_histories([History.from_pairs(h, 4) for h in hs], 4)  # T = 2
+    seen = []
+    real = ex.log_likelihood
+
+    def spy(space, trials, lit, mask=None):
+        seen.append((trials.clone(), lit.clone(), mask.clone()))
+        return real(space, trials, lit, mask)
+
+    monkeypatch.setattr(ex, "log_likelihood", spy)
+    per = 3 * 32 * 8 + 2 * 64  # episode_bytes by hand: 896 (with N = 4 in place of T it would be 1,024)
+    for kw, sizes in [(dict(chunk_size=2), [2, 2, 1]), (dict(max_memory=3 * per), [3, 2]),
+                      (dict(max_memory=3 * per - 1), [2, 2, 1]), (dict(chunk_size=5), [5]), (dict(), [5])]:
+        seen.clear()
+        post = ex.log_posterior(space, hb, **kw)
+        assert [t.shape for t, _, _ in seen] == [(s, 2, 4) for s in sizes], kw
+        torch.testing.assert_close(torch.cat([t for t, _, _ in seen]), hb.trials, rtol=0, atol=0)
+        torch.testing.assert_close(torch.cat([lt for _, lt, _ in seen]), hb.lit, rtol=0, atol=0)
+        torch.testing.assert_close(torch.cat([m for _, _, m in seen]), hb.mask, rtol=0, atol=0)
+        for b, h in enumerate(hs):
+            np.testing.assert_allclose(post[b].numpy(), brute_log_posterior(h, _sets(space), RULES, 0.1),
+                                       atol=1e-12)
+
+
+def test_threads_auto_and_the_likelihood_route(monkeypatch):
+    """``threads="auto"``: one torch thread inside the chunk loop for a large world (N = 11, no per-trial table),
+    torch's own setting for a small one (N = 4, which sums table rows and never takes the per-step path); an int
+    is used as given and None leaves torch alone; the caller's setting is restored."""
+    import causalplay.exact as ex
+
+    seen = []
+    real_ll, real_step = ex.log_likelihood, ex._log_likelihood_by_step
+
+    def spy(space, trials, lit, mask=None):
+        seen.append(torch.get_num_threads())
+        return real_ll(space, trials, lit, mask)
+
+    steps = []
+
+    def step_spy(space, trials, lit, mask):
+        steps.append(space.n_objects)
+        return real_step(space, trials, lit, mask)
+
+    monkeypatch.setattr(ex, "log_likelihood", spy)
+    monkeypatch.setattr(ex, "_log_likelihood_by_step", step_spy)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        for n, rules, brules in [(4, SMALL_RULES, SMALL_BRUTE), (11, BIG_RULES, BIG_BRUTE)]:
+            space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
+            h = [([0, 1], True), ([2], False)]
+            hb = HistoryBatch.from_histories([History.from_pairs(h, n)], n)
+            for threads, want in [("auto", 1 if n > 10 else 2), (None, 2), (1, 1), (2, 2)]:
+                seen.clear()
+                steps.clear()
+                post = ex.log_posterior(space, hb, threads=threads)
+                assert seen == [want], (n, threads)
+                assert steps == ([n] if n > 10 else []), (n, threads)
+                assert torch.get_num_threads() == 2
+                np.testing.assert_allclose(post[0].numpy(), brute_log_posterior(h, _sets(space), brules, 0.1),
+                                           atol=1e-12)
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_normalise_chunks_rows_by_the_cache_budget(monkeypatch):
+    """_normalise takes logsumexp over row blocks of ``CACHE_BYTES // (H * itemsize)`` rows (at least one): with the
+    budget shrunk, B = 5 rows of H = 2 (16 bytes a row) go 1 by 1 at 8 bytes and 2 by 2 at 40; the result is the
+    closed-form posterior either way."""
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(1, "disjunctive", blicket_prior=0.3, noise=0.1))  # H = 2
+    assert space.n_hypotheses == 2
+    blocks = []
+    real = torch.logsumexp
+
+    def spy(x, *a, **k):
+        blocks.append(x.shape[0])
+        return real(x, *a, **k)
+
+    lit = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+    # P(blicket | lit) = 0.3 * 0.9 / (0.3 * 0.9 + 0.7 * 0.1); P(blicket | dark) = 0.3 * 0.1 / (0.3 * 0.1 + 0.7 * 0.9)
+    on = [0.27 / 0.34 if x else 0.03 / 0.66 for x in lit.tolist()]
+    for budget, sizes in [(8, [1] * 5), (40, [2, 2, 1]), (16 << 20, [5])]:
+        monkeypatch.setattr(ex, "CACHE_BYTES", budget)
+        monkeypatch.setattr(torch, "logsumexp", spy)
+        blocks.clear()
+        lw = ex.observe(space, space.log_prior[None].repeat(5, 1), torch.ones(5, 1, dtype=torch.float64), lit)
+        monkeypatch.setattr(torch, "logsumexp", real)
+        assert blocks == sizes, budget
+        assert lw.shape == (5, 2)
+        np.testing.assert_allclose(lw.exp()[:, 1].numpy(), on, rtol=1e-14)
+
+
+def test_one_history_cpu_path_runs_on_numpy(monkeypatch):
+    """On the CPU, history_log_posterior does its arithmetic in numpy (a torch dispatch costs more than the whole
+    sum for one history): with torch's logsumexp made to fail, it still answers, and right (vs brute force)."""
+    import causalplay.exact as ex
+
+    space = causalplay.HypothesisSpace.build(make_spec(4, SMALL_RULES, blicket_prior=0.3, noise=0.1))
+    det = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3))
+
+    def boom(*a, **k):
+        raise AssertionError("torch.logsumexp called on the CPU one-history path")
+
+    monkeypatch.setattr(torch, "logsumexp", boom)
+    h = [([0, 1], True), ([2], False), ([0, 3], True)]
+    trials = np.zeros((3, 4), bool)
+    for t, (objs, _) in enumerate(h):
+        trials[t, objs] = True
+    lit = np.array([x for _, x in h])
+    lw = ex.history_log_posterior(space, trials, lit)
+    np.testing.assert_allclose(lw.numpy(), brute_log_posterior(h, _sets(space), SMALL_BRUTE, 0.1), atol=1e-12)
+    with pytest.raises(ex.InconsistentEvidenceError, match="conflicts with observation 1"):
+        ex.history_log_posterior(det, trials[[0, 0]], np.array([True, False]))
+
+
+def test_inconsistency_message_names_at_most_ten_episodes():
+    import causalplay.exact as ex
+
+    det = causalplay.HypothesisSpace.build(make_spec(2, RULES, blicket_prior=0.3))
+    clash = History.from_pairs([([0], True), ([0], False)], 2)
+    hb = HistoryBatch.from_histories([clash] * 12, 2)
+    with pytest.raises(ex.InconsistentEvidenceError) as e:
+        ex.log_posterior(det, hb)
+    assert str(e.value).startswith("no hypothesis explains the evidence of episode(s) [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]:")

@@ -194,6 +194,46 @@ EQUIVALENT.update({
     "causalplay.rules.xǁRuleǁp_lit__mutmut_7": "noise 0 through apply_noise: 1.0 * f + 0.0 * (1 - f) is f exactly",
 })
 
+_X = "causalplay.exact."
+_TWO_D = ("log_w is 2-D [B, H] for both callers (log_posterior's out; observe's documented log_w [B, H] plus its "
+          "[B, H] likelihood), where ")
+EQUIVALENT.update({
+    **{f"{_X}x__explain__mutmut_{i}": "zip(strict=...) over trials[b, :n] and lit[b, :n], which have the same "
+       "length for a batch of the documented shapes (trials [B, T, N], lit [B, T]; history_log_posterior builds "
+       "both from one [T, N] / [T] history). Contract-based: a malformed lit with one column, broadcast by the "
+       "likelihood, would make the original raise zip's ValueError instead" for i in (18, 21, 22)},
+    f"{_X}x__explain__mutmut_27": "the first conflict is the same: let i be the smallest index with any "
+                                  "conflicting partner j; j < i would give j a partner, so every partner of i is "
+                                  "> i, and scanning j from 0 or from i + 1 finds the same first (i, j)",
+    **{f"{_X}x__log_likelihood_by_step__mutmut_{i}": "zero's dtype: a 0-dim float tensor never decides the "
+       "result dtype of torch.where against the [B, N + 1] float row (checked for float32/float64 defaults and "
+       "spaces), and 0 is exact in every float dtype" for i in (58, 61)},
+    f"{_X}x__normalise__mutmut_1": "unreachable default: both callers (log_posterior, observe) pass check",
+    f"{_X}x__normalise__mutmut_13": "H * itemsize >= 2 always (H >= 1 hypotheses, a float dtype of >= 2 bytes), "
+                                    "so max(1, .) and max(2, .) agree",
+    f"{_X}x__normalise__mutmut_15": _TWO_D + "shape[+1] is shape[-1]",
+    f"{_X}x__normalise__mutmut_26": _TWO_D + "dim=+1 is dim=-1",
+    f"{_X}x__normalise__mutmut_46": _TWO_D + "shape[:+1] is shape[:-1]",
+    f"{_X}x__normalise__mutmut_53": _TWO_D + "squeeze(+1) is squeeze(-1)",
+    **{f"{_X}x__normalise__mutmut_{i}": "keepdim only sets the blocks' shape: the blocks are concatenated along "
+       "dim 0 either way and z.reshape(*log_w.shape[:-1], 1) on the next line gives the same z" for i in (24, 28)},
+    f"{_X}x__normalise__mutmut_40": "range(0, max(2, B), step) differs only for B <= 1, and then only adds "
+                                    "slices past the end (empty): their logsumexp blocks have 0 rows and add "
+                                    "nothing to the concatenation",
+    f"{_X}x__outcome_tables__mutmut_9": "zeros_like(t[:, 1]) and zeros_like(t[:, 0]): the same shape, dtype and "
+                                       "device, all zeros",
+    f"{_X}x__outcome_tables__mutmut_10": "t[:, 0] and t[:, 1] are 2-D [R, N + 1]: cat along dim +1 is dim -1",
+    **{f"{_X}x_history_log_posterior__mutmut_{i}": "dtype of the documented bool (or integer) trials/lit "
+       "arrays: bool @ int64 and bool * int are int64, so idx has the same integer values. Contract-based: float "
+       "arrays (not documented) would make a float idx that cannot index" for i in (8, 10, 16, 18)},
+    **{f"{_X}x_history_log_posterior__mutmut_{i}": _CACHE for i in (24, 25, 26, 27, 30, 31)},
+    f"{_X}x_history_log_posterior__mutmut_49": "z is only tested by math.isfinite before raising: -inf and +inf "
+                                               "are both non-finite, and the line after is never reached",
+    **{f"{_X}x_history_log_posterior__mutmut_{i}": "the one-episode batch built only for the error message: "
+       "_explain reads it as trials.bool(), lit.bool() and int(mask[0].sum()), which its dtype (and a mask with "
+       "a second, unread row) do not change" for i in (72, 75, 80, 83, 84)},
+})
+
 #: statuses mutmut reports; "killed" and "timeout" mean a test noticed
 DETECTED = ("killed", "timeout")
 
