@@ -7,6 +7,9 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
               PSIS-LOO (Pareto-k counts), WAIC, held-out nats per choice with paired per-participant SEs, held-out
               judgement log-likelihoods (blickets, rule): ``compare.csv``, ``heldout.png``; both judgement models
               of the main model: ``judgements.csv``
+``crossval``  participant-level k-fold cross-validation (``--folds``, default 4): every participant held out once;
+              held-out nats per choice of every model with paired SEs over **all** participants, judgement
+              log-likelihoods: ``crossval.csv``, ``crossval_participants.csv`` (written fold by fold)
 ``nuts``      the main model on **all** participants by NUTS: ``nuts_diagnostics.json``, ``nuts_summary.csv``,
               ``participants.csv`` (90% intervals), ``idata.nc``, ``rank.png``, ``forest.png``, ``pareto_k.png``
 ``ppc``       posterior predictive checks of the NUTS fit against the people (90% intervals over replicas):
@@ -42,9 +45,17 @@ from causalplay.models.choice import MAIN_MODELS, build_features, get_model  # n
 
 import causalplay  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
-from causalplay.fitting import NUTSOptions, SVIOptions, compare, load_fit, paired_difference, simulate  # noqa: E402
+from causalplay.fitting import (  # noqa: E402
+    NUTSOptions,
+    Score,
+    SVIOptions,
+    compare,
+    load_fit,
+    paired_difference,
+    simulate,
+)
 
-STAGES = ("prior", "compare", "nuts", "ppc", "recovery", "models")
+STAGES = ("prior", "compare", "crossval", "nuts", "ppc", "recovery", "models")
 
 
 @dataclass
@@ -52,12 +63,13 @@ class Config:
     name: str = "nexiom_fit"
     data: str | None = None  # folder in the schema; None: the shipped Nexiom data
     n_objects: int | None = None
-    models: tuple[str, ...] = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep")
+    models: tuple[str, ...] = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep", "eig_sweep_single")
     main_model: str = "eig_sweep"
     judgement: str = "softmax"
     max_participants: int | None = None
     test_fraction: float = 0.25
     split_seed: int = 0
+    folds: int = 4
     svi_steps: int = 1500
     svi_draws: int = 400
     score_draws: int = 400
@@ -78,7 +90,7 @@ class Config:
 
 SMOKE = Config(name="smoke", models=("random", "eig_sweep"), max_participants=12, svi_steps=30, svi_draws=30,
                score_draws=30, nuts_chains=2, nuts_warmup=10, nuts_draws=10, ppc_replicas=2, recovery_datasets=1,
-               model_recovery_models=("random", "eig_sweep"), model_recovery_datasets=1)
+               model_recovery_models=("random", "eig_sweep"), model_recovery_datasets=1, folds=2)
 
 
 def _save(fig, path: Path) -> None:
@@ -234,6 +246,47 @@ def stage_compare(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     res["judgements"] = jt.drop(columns=["_per"]).to_dict("records")
     res["judgements_softmax_minus_sample"] = {"nats": float(d.sum()),
                                              "se": float(math.sqrt(len(d)) * d.std(ddof=1)) if len(d) > 1 else None}
+
+
+def stage_crossval(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
+    """Participant-level k-fold CV: each model fitted (SVI) k times, each participant scored once, held out.
+
+    One held-out quarter leaves ~20 participants and paired SEs too wide to separate close models; here every
+    participant is a held-out unit, so the paired SE is over all of them.
+    """
+    folds = data.folds(cfg.folds, seed=cfg.split_seed)
+    parts: dict[str, list[Score]] = {m: [] for m in cfg.models}
+    rows = []
+    for f, (fit_data, held) in enumerate(folds):
+        for m in cfg.models:
+            t0 = time.perf_counter()
+            fit = causalplay.fit(fit_data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed)
+            sc = fit.score(held, n_draws=cfg.score_draws, seed=cfg.seed)
+            parts[m].append(sc)
+            j = sc.judgements if sc.judgements is not None else pd.DataFrame(index=sc.per_participant.index)
+            rows += [{"fold": f, "model": m, "participant": pid, "log_p": lp,
+                      "n_choices": held.subset([pid]).n_choices,
+                      **{f"judgement_{c}": j.loc[pid, c] for c in j.columns}}
+                     for pid, lp in sc.per_participant.items()]
+            pd.DataFrame(rows).to_csv(out / "crossval_participants.csv", index=False)
+            print(f"[crossval] fold {f + 1}/{len(folds)} {m}: {sc.nats_per_choice:.4f} nats/choice held out "
+                  f"({len(held)} participants, {time.perf_counter() - t0:.0f} s)", flush=True)
+    scores = {m: Score.concat(v) for m, v in parts.items()}
+    best = min(scores, key=lambda m: scores[m].nats_per_choice)
+    table = []
+    for m, sc in sorted(scores.items(), key=lambda kv: kv[1].nats_per_choice):
+        d, se = paired_difference(sc, scores[best]) if m != best else (0.0, 0.0)
+        jn = sc.judgement_nats()
+        table.append({"model": m, "nats_per_choice": sc.nats_per_choice, "diff_vs_best": d, "diff_se": se,
+                      "n_participants": len(sc.per_participant), "n_choices": sc.n_choices,
+                      **{f"judgement_{k}": v for k, v in jn.items()}})
+    t = pd.DataFrame(table)
+    t.to_csv(out / "crossval.csv", index=False)
+    res["crossval"] = {"folds": cfg.folds, "best": best, "table": t.to_dict("records"),
+                       "paired": {f"{a} - {b}": dict(zip(("nats_per_choice", "se"),
+                                                         paired_difference(scores[a], scores[b]), strict=True))
+                                  for a in scores for b in scores if a != b and a == best}}
+    print(t.to_string(index=False), flush=True)
 
 
 def stage_nuts(cfg: Config, data: TrialData, out: Path, res: dict):
@@ -421,6 +474,8 @@ def run(cfg: Config) -> dict:
             stage_prior(cfg, data, out, res)
         elif stage == "compare":
             stage_compare(cfg, data, out, res)
+        elif stage == "crossval":
+            stage_crossval(cfg, data, out, res)
         elif stage in ("ppc", "recovery") and f is None and cfg.fit is not None:
             f = load_fit(cfg.fit, data, model=cfg.main_model, judgement=cfg.judgement)
         elif stage == "nuts" or (stage in ("ppc", "recovery") and f is None):
@@ -452,7 +507,7 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
     ap.add_argument("--max-participants", type=int)
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "seed", "split_seed"):
+              "model_recovery_datasets", "seed", "split_seed", "folds"):
         ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--recovery-method", choices=("svi", "nuts"))
     ap.add_argument("--fit", metavar="IDATA", help="saved NUTS fit (idata.nc of the nuts stage) for ppc/recovery")
@@ -462,7 +517,7 @@ def parse_args(argv: list[str]) -> Config:
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
             "recovery_method": a.recovery_method, "fit": a.fit}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "seed", "split_seed"):
+              "model_recovery_datasets", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)
     if a.stages:
         over["stages"] = tuple(a.stages.split(","))

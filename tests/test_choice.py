@@ -25,7 +25,7 @@ def _theta(model, P, **over):
 
 def test_registry_is_explicit_and_models_share_everything_but_the_set_choice():
     assert {"random", "eig_softmax", "eig_size", "eig_sweep", "naive", "positive", "size", "sweep", "size_sweep",
-            "eig_plus_sweep"} == set(available_models()) == set(REGISTRY)
+            "eig_plus_sweep", "eig_sweep_single"} == set(available_models()) == set(REGISTRY)
     with pytest.raises(ValueError, match="unknown choice model 'nope'"):
         get_model("nope")
     # rho, stopping, lapse and judgement parameters are the same in every model (rho fitted everywhere).
@@ -111,6 +111,22 @@ def test_naive_prefers_untested_single_objects(feats):
     assert lp[0, singles].sum() == pytest.approx(1.0, abs=1e-9)
     # P001 never tested a single object, so all four stay equally attractive throughout.
     np.testing.assert_allclose(lp[5, singles].numpy(), 0.25, atol=1e-6)
+
+
+def test_eig_sweep_single_adds_kappa_to_every_untested_single_object(feats):
+    from causalplay.models.choice.base import learner_posterior
+
+    single, base = get_model("eig_sweep_single"), get_model("eig_sweep")
+    th = {k: v[feats.pid] for k, v in _theta(single, 3, kappa=1.5, beta=2.0, gamma=-0.3, delta=1.0).items()}
+    log_w = learner_posterior(feats, feats.ll, th["rho"], feats.pid, None)
+    diff = (single.set_logits(feats, th, log_w) - base.set_logits(feats, th, log_w)).numpy()
+    # P001 (decisions 0-15) tested pairs and triples, then {0}, {1}, {2}, {3} alone as tests 12-15: +1.5 on every
+    # single not yet tested alone, 0 on every other set
+    want = np.zeros((16, 16))
+    for j in range(16):
+        for obj in range(max(0, j - 11), 4):
+            want[j, 1 << obj] = 1.5
+    np.testing.assert_allclose(diff[:16], want, rtol=0, atol=1e-12)  # two sums of the same terms: rounding only
 
 
 def test_positive_testing_prefers_sets_expected_to_light(feats):

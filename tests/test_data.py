@@ -35,6 +35,25 @@ def test_split_is_disjoint_stratified_and_seeded():
     assert a.n_choices + b.n_choices == d.n_choices
 
 
+def test_folds_hold_every_participant_out_once_stratified_and_seeded():
+    d = load_nexiom()
+    folds = d.folds(4, seed=3)
+    held = [h.ids for _, h in folds]
+    assert sorted(i for ids in held for i in ids) == sorted(d.ids)  # each participant held out exactly once
+    for fit, h in folds:
+        assert set(fit.ids).isdisjoint(h.ids) and len(fit) + len(h) == 78
+        assert fit.n_choices + h.n_choices == d.n_choices
+    # dealt round-robin: the 40 conjunctive 10 per fold, then the 38 disjunctive from fold 0 on: 10, 10, 9, 9
+    assert sorted(len(h) for _, h in folds) == [19, 19, 20, 20]
+    for _, h in folds:
+        counts = h.participants["rule"].value_counts()
+        assert counts.max() - counts.min() <= 1 and set(counts) <= {9, 10}, counts
+    assert held == [h.ids for _, h in d.folds(4, seed=3)] and held != [h.ids for _, h in d.folds(4, seed=4)]
+    for k in (1, 79, 0):
+        with pytest.raises(ValueError, match=rf"k must be between 2 and the number of participants \(78\), got {k}"):
+            d.folds(k)
+
+
 def _copy(tmp_path, edit_file=None, row=None, column=None, value=None):
     dst = tmp_path / "d"
     shutil.copytree(SRC, dst)

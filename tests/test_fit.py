@@ -525,3 +525,23 @@ def test_heldout_score_defaults_are_fit_scores(split, fits):
     a, b = heldout_score(fits["eig_sweep"], held), fits["eig_sweep"].score(held)  # 400 x 5 draws, seed 0
     pd.testing.assert_series_equal(a.per_participant, b.per_participant)
     assert not np.allclose(a.per_participant, heldout_score(fits["eig_sweep"], held, seed=1).per_participant)
+
+
+def test_score_concat_sums_sorts_and_refuses_a_participant_twice():
+    from causalplay.fitting import Score
+
+    a = Score(-3.0, 4, pd.Series([-1.0, -2.0], index=["p2", "p0"]),
+              pd.DataFrame({"joint": [-0.5, np.nan], "blickets": [-0.25, np.nan], "rule": [-0.1, np.nan]},
+                           index=["p2", "p0"]))
+    b = Score(-4.0, 3, pd.Series([-4.0], index=["p1"]),
+              pd.DataFrame({"joint": [-1.0], "blickets": [-0.75], "rule": [-0.2]}, index=["p1"]))
+    c = Score.concat([a, b])
+    assert (c.total_nats, c.n_choices) == (-7.0, 7) and c.nats_per_choice == 1.0
+    assert list(c.per_participant.index) == ["p0", "p1", "p2"] and c.per_participant.tolist() == [-2.0, -4.0, -1.0]
+    assert list(c.judgements.index) == ["p0", "p1", "p2"]
+    assert c.judgement_nats() == {"joint": -1.5, "blickets": -1.0, "rule": pytest.approx(-0.3), "n": 2}
+    assert Score.concat([a, Score(-4.0, 3, b.per_participant)]).judgements is None
+    with pytest.raises(ValueError, match=r"participants scored twice: \['p0'\]"):
+        Score.concat([a, Score(-1.0, 1, pd.Series([-1.0], index=["p0"]))])
+    with pytest.raises(ValueError, match="at least one"):
+        Score.concat([])

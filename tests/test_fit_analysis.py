@@ -4,6 +4,8 @@ settings) and writes its tables and figures, and bad folders fail with a message
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from analysis import load_analysis
 
@@ -46,11 +48,26 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
                  "nuts_summary.csv", "nuts_diagnostics.json", "participants.csv", "idata.nc", "rank.png",
                  "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
                  "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
-                 "recovery_group.csv", "confusion.csv", "results.json"):
+                 "recovery_group.csv", "confusion.csv", "results.json", "crossval.csv",
+                 "crossval_participants.csv"):
         assert (out / name).is_file(), name
     res = json.loads((out / "results.json").read_text())
     assert res["n_participants"] == 12 and res["data"] == str(folder)
     assert {r["model"] for r in res["compare"]} == {"random", "eig_sweep"}
+    # cross-validation: every participant held out exactly once per model; the table recomputed from the rows
+    rows = pd.read_csv(out / "crossval_participants.csv")
+    assert rows.groupby("model")["participant"].apply(sorted).map(tuple).nunique() == 1
+    assert sorted(rows[rows.model == "random"]["participant"].astype(str)) == sorted(map(str, d.ids[:12]))
+    tab = pd.read_csv(out / "crossval.csv").set_index("model")
+    per = rows.pivot(index="participant", columns="model", values="log_p")
+    n = rows[rows.model == "random"]["n_choices"].sum()
+    assert n == d.subset(d.ids[:12]).n_choices
+    for m in ("random", "eig_sweep"):
+        assert tab.loc[m, "nats_per_choice"] == pytest.approx(-per[m].sum() / n, rel=1e-12)
+    best, other = tab.index[0], tab.index[1]
+    diff = per[best] - per[other]
+    assert tab.loc[other, "diff_vs_best"] == pytest.approx(diff.sum() / n, rel=1e-12)
+    assert tab.loc[other, "diff_se"] == pytest.approx(np.sqrt(len(diff)) * diff.std(ddof=1) / n, rel=1e-12)
 
 
 def test_bad_data_folders(script, tmp_path, capsys):

@@ -180,6 +180,27 @@ class TrialData:
         fit_ids = [i for i in self.ids if i not in held_set]
         return self.subset(fit_ids), self.subset([i for i in self.ids if i in held_set])
 
+    def folds(self, k: int = 4, seed: int = 0) -> list[tuple[TrialData, TrialData]]:
+        """``k`` (fit, held-out) pairs in which every participant is held out exactly once (participant-level
+        k-fold cross-validation), stratified by true rule: each rule's participants are shuffled and dealt
+        round-robin, starting each rule at the fold after the last one dealt, so fold sizes differ by at most one.
+        """
+        k = int(k)
+        if not 2 <= k <= len(self):
+            raise ValueError(f"k must be between 2 and the number of participants ({len(self)}), got {k!r}")
+        rng = np.random.default_rng(seed)
+        fold_of: dict = {}
+        nxt = 0
+        for _, g in self.participants.groupby("rule", sort=True):
+            for pid in rng.permutation(g["participant"].to_numpy()).tolist():
+                fold_of[pid] = nxt
+                nxt = (nxt + 1) % k
+        out = []
+        for f in range(k):
+            held = [i for i in self.ids if fold_of[i] == f]
+            out.append((self.subset([i for i in self.ids if fold_of[i] != f]), self.subset(held)))
+        return out
+
 
 def _read_csv(path: Path) -> pd.DataFrame:
     if not path.is_file():

@@ -59,6 +59,23 @@ class Score:
     def __iter__(self):  # so ``total, n = fit.score(data)`` works
         return iter((self.total_nats, self.n_choices))
 
+    @classmethod
+    def concat(cls, scores: list[Score]) -> Score:
+        """One score of disjoint groups of participants (the folds of a cross-validation), participants sorted
+        by id so that two models' concatenated scores pair up."""
+        if not scores:
+            raise ValueError("Score.concat needs at least one score")
+        per = pd.concat([s.per_participant for s in scores])
+        if per.index.has_duplicates:
+            twice = sorted(set(per.index[per.index.duplicated()]))
+            raise ValueError(f"Score.concat: participants scored twice: {twice[:5]}")
+        order = per.index.sort_values()
+        judg = None
+        if all(s.judgements is not None for s in scores):
+            judg = pd.concat([s.judgements for s in scores]).loc[order]
+        return cls(float(sum(s.total_nats for s in scores)), int(sum(s.n_choices for s in scores)), per.loc[order],
+                   judg)
+
 
 def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0) -> Score:
     """Log predictive probability (nats) of the choices and judgements of participants **not** used in fitting.

@@ -39,7 +39,7 @@ from .base import (
     transferred_rule_priors,
 )
 from .judgement import JUDGEMENT_MODELS, get_judgement
-from .linear import BETA_EIG, DELTA_SWEEP, GAMMA_SIZE, LinearChoice
+from .linear import BETA_EIG, DELTA_SWEEP, GAMMA_SIZE, KAPPA_SINGLE, LinearChoice
 
 __all__ = ["REGISTRY", "ABLATIONS", "MAIN_MODELS", "get_model", "available_models", "ChoiceModel", "LinearChoice",
            "JudgementModel", "JUDGEMENT_MODELS", "get_judgement", "Param", "Features", "LearnerConfig",
@@ -62,6 +62,9 @@ REGISTRY: dict[str, ChoiceModel] = {
     "sweep": LinearChoice("sweep", (("sweep", DELTA_SWEEP),), "left-to-right sweep only (ablation)"),
     "size_sweep": LinearChoice("size_sweep", (("size", GAMMA_SIZE), ("sweep", DELTA_SWEEP)),
                                "set size + sweep, no EIG (ablation)"),
+    "eig_sweep_single": LinearChoice("eig_sweep_single", (("eig", BETA_EIG), ("size", GAMMA_SIZE),
+                                                          ("sweep", DELTA_SWEEP), ("untested_single", KAPPA_SINGLE)),
+                                     "eig_sweep + naive's preference for an untested single object"),
     "eig_plus_sweep": LinearChoice("eig_plus_sweep", (("eig", BETA_EIG), ("sweep", DELTA_SWEEP)),
                                    "EIG + sweep, no size bias (ablation)"),
 }

@@ -13,11 +13,12 @@ import torch
 from .base import ChoiceModel, Features, Param
 from .features import FEATURES
 
-__all__ = ["LinearChoice", "BETA_EIG", "GAMMA_SIZE", "DELTA_SWEEP"]
+__all__ = ["LinearChoice", "BETA_EIG", "GAMMA_SIZE", "DELTA_SWEEP", "KAPPA_SINGLE"]
 
 BETA_EIG = Param("beta", 1.0, 1.0, "exp", doc="inverse temperature on EIG (per bit)")
 GAMMA_SIZE = Param("gamma", 0.0, 1.0, doc="log-preference per object on the machine")
 DELTA_SWEEP = Param("delta", 0.0, 2.0, doc="log-preference for the next set in the left-to-right sweep")
+KAPPA_SINGLE = Param("kappa", 0.0, 1.0, doc="log-preference for a single object not yet tested on its own")
 
 
 class LinearChoice(ChoiceModel):
