@@ -419,9 +419,23 @@ def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> Non
                        "group_coverage90": gr.to_dict(), "population": pop}
 
 
+def _pick_one_se(scores: dict, order: tuple[str, ...]) -> str:
+    """The simplest model (fewest set-choice parameters; then ``order``) whose held-out score is within one paired
+    SE of the best one's (Breiman's one-standard-error rule): nested models tie on data from the simpler one, and
+    the argmin alone then picks the larger one about half the time."""
+    best = min(scores, key=lambda m: scores[m].nats_per_choice)
+    close = [best]
+    for m in scores:
+        if m != best:
+            diff, se = paired_difference(scores[m], scores[best])
+            if diff <= se:
+                close.append(m)
+    return min(close, key=lambda m: (len(get_model(m).params), order.index(m)))
+
+
 def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     """Model recovery: fit each model to the people (SVI) for a population, simulate data sets from it, fit every
-    model to a fitting split of each, pick the best by held-out score."""
+    model to a fitting split of each, pick the best by held-out score (argmin, and by the one-SE rule)."""
     models = cfg.model_recovery_models
     rng = np.random.default_rng(cfg.seed + 1)
     pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
@@ -430,6 +444,7 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     for true in models:
         cm = get_model(true, cfg.judgement)
         for k in range(cfg.model_recovery_datasets):
+            t0 = time.perf_counter()
             sim, _ = _simulate_population(cm, pops[true], _worlds(data, len(data), rng), data.n_objects,
                                           cfg.seed + 100 * k + 7)
             fit_d, held = sim.split(cfg.test_fraction, seed=k)
@@ -437,15 +452,22 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
                                         seed=cfg.seed).score(held, n_draws=cfg.score_draws, seed=k)
                       for m in models}
             best = min(scores, key=lambda m: scores[m].nats_per_choice)
-            rows.append({"true": true, "dataset": k, "picked": best,
-                         **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()}})
+            one_se = _pick_one_se(scores, models)
+            rows.append({"true": true, "dataset": k, "picked": best, "picked_1se": one_se,
+                         **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
+                         **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items()
+                            if m != best}})
             pd.DataFrame(rows).to_csv(out / "model_recovery.csv", index=False)
-            print(f"[models] {true} #{k}: picked {best}", flush=True)
+            print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}), "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows)
-    conf = pd.crosstab(df["true"], df["picked"]).reindex(index=list(models), columns=list(models), fill_value=0)
-    conf.to_csv(out / "confusion.csv")
-    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "confusion": conf.to_dict("index"),
-                             "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum()) for m in models}}
+    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets}
+    for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
+        conf = pd.crosstab(df["true"], df[col]).reindex(index=list(models), columns=list(models), fill_value=0)
+        conf.to_csv(out / name)
+        res["model_recovery"][col] = {"confusion": conf.to_dict("index"),
+                                      "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum())
+                                                          for m in models}}
 
 
 def run(cfg: Config) -> dict:
@@ -502,6 +524,8 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--smoke", action="store_true", help="tiny settings that run in seconds (checks the pipeline)")
     ap.add_argument("--stages", help="comma-separated subset of: " + ",".join(STAGES))
     ap.add_argument("--models", help="comma-separated choice models to compare (default: all registered)")
+    ap.add_argument("--model-recovery-models", help="comma-separated models of the model-recovery stage (default: "
+                    + ",".join(MAIN_MODELS) + ")")
     ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: eig_sweep); modifiers as in "
                     "get_model, e.g. 'eig_sweep+shared(gamma,stop_a)'")
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
@@ -524,6 +548,8 @@ def parse_args(argv: list[str]) -> Config:
     if a.models:
         # commas inside "+shared(a,b)" belong to the model name
         over["models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.models))
+    if a.model_recovery_models:
+        over["model_recovery_models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.model_recovery_models))
     cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
     if a.data is not None and not Path(a.data).is_dir():
         ap.error(f"--data {a.data!r} is not a folder")

@@ -48,7 +48,7 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
                  "nuts_summary.csv", "nuts_diagnostics.json", "participants.csv", "idata.nc", "rank.png",
                  "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
                  "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
-                 "recovery_group.csv", "confusion.csv", "results.json", "crossval.csv",
+                 "recovery_group.csv", "confusion.csv", "confusion_1se.csv", "results.json", "crossval.csv",
                  "crossval_participants.csv"):
         assert (out / name).is_file(), name
     res = json.loads((out / "results.json").read_text())
@@ -81,3 +81,19 @@ def test_bad_data_folders(script, tmp_path, capsys):
     (folder / "participants.csv").write_text("\n".join(text) + "\n")
     with pytest.raises(ValueError, match="sideways"):
         script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "o")])
+
+
+def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(script):
+    from causalplay.fitting import Score
+
+    def score(lp):  # two participants, 10 choices in all
+        return Score(float(sum(lp)), 10, pd.Series(lp, index=["a", "b"]))
+
+    order = ("random", "eig_softmax", "eig_sweep")
+    # best: eig_sweep (-10 nats). eig_softmax (-11): per-participant gaps to the best (-1, +2) -> 0.1 nats/choice
+    # worse, paired SE sqrt(2) * sd(-1, 2) / 10 = 0.3
+    scores = {"eig_sweep": score([-4.0, -6.0]), "eig_softmax": score([-3.0, -8.0]), "random": score([-9.0, -9.0])}
+    assert script._pick_one_se(scores, order) == "eig_softmax"  # 0.1 <= 0.3: one parameter beats three
+    # random: gaps (5, 3) -> 0.8 worse, SE sqrt(2) * sd(5, 3) / 10 = 0.2: out. Widen eig_softmax's gap:
+    scores["eig_softmax"] = score([-8.0, -8.0])  # gaps (4, 2): 0.6 worse, SE 0.2 -> out too
+    assert script._pick_one_se(scores, order) == "eig_sweep"
