@@ -14,6 +14,8 @@ positive           beta * P(lit | set) -- positive testing (Klayman & Ha 1987): 
 eig_softmax        beta * EIG
 eig_size           beta * EIG + gamma * |set|
 eig_sweep          beta * EIG + gamma * |set| + delta * sweep   (sweep chosen after seeing the shipped data)
+eig_sweep_single   eig_sweep + kappa * [single object not yet tested alone]   (naive's feature added to eig_sweep
+                   after seeing the shipped data)
 size               gamma * |set|                                 (ablation)
 sweep              delta * sweep                                 (ablation)
 size_sweep         gamma * |set| + delta * sweep                 (ablation)
