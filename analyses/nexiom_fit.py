@@ -12,6 +12,9 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
               log-likelihoods: ``crossval.csv``, ``crossval_participants.csv`` (written fold by fold)
 ``nuts``      the main model on **all** participants by NUTS: ``nuts_diagnostics.json``, ``nuts_summary.csv``,
               ``participants.csv`` (90% intervals), ``idata.nc``, ``rank.png``, ``forest.png``, ``pareto_k.png``
+``nuts_all``  every model of ``--models`` on **all** participants by NUTS, the parameters of ``--nuts-shared`` that a
+              model has shared by everybody: convergence (R-hat, bulk/tail ESS, divergences), PSIS-LOO and CPU time
+              per model in ``nuts_all.csv`` (written model by model; a rerun skips the models already there)
 ``ppc``       posterior predictive checks of the NUTS fit against the people (90% intervals over replicas):
               ``ppc.json``, ``ppc_first_test.png``, ``ppc_set_size.png``, ``ppc_n_tests.png``, ``ppc_accuracy.png``,
               ``ppc_top_eig.png``
@@ -55,7 +58,7 @@ from causalplay.fitting import (  # noqa: E402
     simulate,
 )
 
-STAGES = ("prior", "compare", "crossval", "nuts", "ppc", "recovery", "models")
+STAGES = ("prior", "compare", "crossval", "nuts", "nuts_all", "ppc", "recovery", "models")
 
 
 @dataclass
@@ -76,6 +79,9 @@ class Config:
     nuts_chains: int = 4
     nuts_warmup: int = 500
     nuts_draws: int = 500
+    # shared by everybody in the nuts_all stage where a model has them: the design cannot recover them per
+    # participant (docs/human-data.md), and their hierarchical funnels are what NUTS mixes poorly in
+    nuts_shared: tuple[str, ...] = ("gamma", "stop_a")
     ppc_replicas: int = 40
     recovery_datasets: int = 3
     recovery_method: str = "svi"
@@ -317,6 +323,43 @@ def stage_nuts(cfg: Config, data: TrialData, out: Path, res: dict):
     return f
 
 
+def _with_shared(name: str, shared: tuple[str, ...]) -> str:
+    """``name`` with those of ``shared`` that are participant-level parameters of it made shared."""
+    cm = get_model(name)
+    have = [p for p in shared if p in {q.name for q in cm.all_params() if q.level == "participant"}]
+    return cm.with_shared(have).name if have else cm.name
+
+
+def stage_nuts_all(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
+    """NUTS of every model on all participants: does each one converge, and what does it cost?"""
+    import arviz as az
+
+    path = out / "nuts_all.csv"
+    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+    done = {r["model"] for r in rows}
+    for m in cfg.models:
+        name = _with_shared(m, cfg.nuts_shared)
+        if name in done:
+            print(f"[nuts_all] {name}: already in {path}, skipped", flush=True)
+            continue
+        t0 = time.perf_counter()
+        f = causalplay.fit(data, name, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed)  # warns if not ok
+        d = f.diagnostics(warn=False)
+        loo = az.loo(f.idata, var_name="choice", pointwise=True)
+        rows.append({"model": name, "ok": d["ok"], "rhat_max": d["rhat_max"], "rhat_worst_site": d["rhat_worst_site"],
+                     "ess_bulk_min": d["ess_bulk_min"], "ess_bulk_worst_site": d["ess_bulk_worst_site"],
+                     "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"],
+                     "elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se),
+                     "pareto_k_gt_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum()),
+                     "chains": d["chains"], "draws": d["draws"], "wall_seconds": round(time.perf_counter() - t0, 1),
+                     "cpu_seconds": d["cpu_seconds"], "load_average_after": round(os.getloadavg()[0], 2)})
+        pd.DataFrame(rows).to_csv(path, index=False)
+        print(f"[nuts_all] {name}: R-hat {d['rhat_max']:.4f} ({d['rhat_worst_site']}), bulk ESS "
+              f"{d['ess_bulk_min']:.0f}, {d['divergences']} divergences, {d['cpu_seconds']:.0f} s CPU", flush=True)
+    t = pd.DataFrame(rows)
+    res["nuts_all"] = {"all_ok": bool(t["ok"].all()) if len(t) else None, "table": t.to_dict("records")}
+
+
 def stage_ppc(cfg: Config, data: TrialData, out: Path, res: dict, f) -> None:
     rho = float(f.idata.posterior["rho"].mean())
     human = stats(data, rho)
@@ -498,6 +541,8 @@ def run(cfg: Config) -> dict:
             stage_compare(cfg, data, out, res)
         elif stage == "crossval":
             stage_crossval(cfg, data, out, res)
+        elif stage == "nuts_all":
+            stage_nuts_all(cfg, data, out, res)
         elif stage in ("ppc", "recovery") and f is None and cfg.fit is not None:
             f = load_fit(cfg.fit, data, model=cfg.main_model, judgement=cfg.judgement)
         elif stage == "nuts" or (stage in ("ppc", "recovery") and f is None):
@@ -533,6 +578,8 @@ def parse_args(argv: list[str]) -> Config:
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "seed", "split_seed", "folds"):
         ap.add_argument("--" + k.replace("_", "-"), type=int)
+    ap.add_argument("--nuts-shared", metavar="PARAMS", help="comma-separated parameters shared by everybody in the "
+                    "nuts_all stage where a model has them (default: gamma,stop_a; '' for none)")
     ap.add_argument("--recovery-method", choices=("svi", "nuts"))
     ap.add_argument("--fit", metavar="IDATA", help="saved NUTS fit (idata.nc of the nuts stage) for ppc/recovery")
     a = ap.parse_args(argv)
@@ -543,6 +590,8 @@ def parse_args(argv: list[str]) -> Config:
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)
+    if a.nuts_shared is not None:
+        over["nuts_shared"] = tuple(p.strip() for p in a.nuts_shared.split(",") if p.strip())
     if a.stages:
         over["stages"] = tuple(a.stages.split(","))
     if a.models:

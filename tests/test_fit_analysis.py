@@ -49,7 +49,7 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
                  "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
                  "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
                  "recovery_group.csv", "confusion.csv", "confusion_1se.csv", "results.json", "crossval.csv",
-                 "crossval_participants.csv"):
+                 "crossval_participants.csv", "nuts_all.csv"):
         assert (out / name).is_file(), name
     res = json.loads((out / "results.json").read_text())
     assert res["n_participants"] == 12 and res["data"] == str(folder)
@@ -68,6 +68,27 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     diff = per[best] - per[other]
     assert tab.loc[other, "diff_vs_best"] == pytest.approx(diff.sum() / n, rel=1e-12)
     assert tab.loc[other, "diff_se"] == pytest.approx(np.sqrt(len(diff)) * diff.std(ddof=1) / n, rel=1e-12)
+    # NUTS of every model: gamma and stop_a shared where a model has them (random has no gamma); ok is the
+    # documented rule; 10 draws cannot converge, so every row is not ok
+    na = pd.read_csv(out / "nuts_all.csv").set_index("model")
+    assert list(na.index) == ["random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"]
+    rule = (na["rhat_max"] <= 1.01) & (na["ess_bulk_min"] >= 400) & (na["divergences"] == 0)
+    assert (na["ok"] == rule).all() and not na["ok"].any()
+    assert (na["draws"] == 10).all() and (na["chains"] == 2).all()
+    # a rerun (an interrupted run resumed) skips the models already in the table and leaves their rows alone
+    before = (out / "nuts_all.csv").read_text()
+    capsys.readouterr()
+    script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "nuts_all"])
+    assert capsys.readouterr().out.count("already in") == 2
+    assert (out / "nuts_all.csv").read_text() == before
+
+
+def test_nuts_all_shares_only_the_parameters_a_model_has(script):
+    assert script._with_shared("random", ("gamma", "stop_a")) == "random+shared(stop_a)"
+    assert script._with_shared("eig_size", ("gamma", "stop_a")) == "eig_size+shared(gamma,stop_a)"
+    assert script._with_shared("eig_sweep", ()) == "eig_sweep"
+    assert script.parse_args(["--nuts-shared", ""]).nuts_shared == ()
+    assert script.parse_args(["--nuts-shared", "stop_a, gamma"]).nuts_shared == ("stop_a", "gamma")
 
 
 def test_bad_data_folders(script, tmp_path, capsys):
