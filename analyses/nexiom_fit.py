@@ -81,6 +81,7 @@ class Config:
     nuts_chains: int = 4
     nuts_warmup: int = 500
     nuts_draws: int = 1000
+    nuts_target_accept: float = 0.9
     # shared by everybody in the nuts_all stage where a model has them: the design cannot recover them per
     # participant (docs/human-data.md), and their hierarchical funnels are what NUTS mixes poorly in
     nuts_shared: tuple[str, ...] = ("gamma", "stop_a")
@@ -124,7 +125,8 @@ def _svi(cfg: Config) -> SVIOptions:
 
 
 def _nuts(cfg: Config) -> NUTSOptions:
-    return NUTSOptions(chains=cfg.nuts_chains, warmup=cfg.nuts_warmup, draws=cfg.nuts_draws)
+    return NUTSOptions(chains=cfg.nuts_chains, warmup=cfg.nuts_warmup, draws=cfg.nuts_draws,
+                       target_accept=cfg.nuts_target_accept)
 
 
 # ---- statistics of a data set (humans or simulated) ---------------------------------------------------------
@@ -580,6 +582,8 @@ def parse_args(argv: list[str]) -> Config:
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "seed", "split_seed", "folds"):
         ap.add_argument("--" + k.replace("_", "-"), type=int)
+    ap.add_argument("--nuts-target-accept", type=float, metavar="P", help="NUTS target acceptance probability "
+                    "(default 0.9; raise it, e.g. to 0.95, against divergences)")
     ap.add_argument("--nuts-shared", metavar="PARAMS", help="comma-separated parameters shared by everybody in the "
                     "nuts_all stage where a model has them (default: gamma,stop_a; '' for none)")
     ap.add_argument("--recovery-method", choices=("svi", "nuts"))
@@ -588,7 +592,7 @@ def parse_args(argv: list[str]) -> Config:
     cfg = SMOKE if a.smoke else Config()
     over = {"data": a.data, "n_objects": a.n_objects, "out_root": a.out, "name": a.name,
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
-            "recovery_method": a.recovery_method, "fit": a.fit}
+            "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)

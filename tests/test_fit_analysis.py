@@ -89,6 +89,9 @@ def test_nuts_all_shares_only_the_parameters_a_model_has(script):
     assert script._with_shared("eig_sweep", ()) == "eig_sweep"
     assert script.parse_args(["--nuts-shared", ""]).nuts_shared == ()
     assert script.parse_args(["--nuts-shared", "stop_a, gamma"]).nuts_shared == ("stop_a", "gamma")
+    assert script._nuts(script.parse_args(["--nuts-target-accept", "0.95"])).target_accept == 0.95
+    with pytest.raises(ValueError, match="target_accept"):
+        script._nuts(script.parse_args(["--nuts-target-accept", "1.5"]))
 
 
 def test_bad_data_folders(script, tmp_path, capsys):
