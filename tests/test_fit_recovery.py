@@ -31,24 +31,28 @@ def _world(rng):
     return (["disjunctive", "conjunctive"][rng.integers(2)], tuple(sorted(rng.choice(4, 2, replace=False))))
 
 
-def recover(seed: int, P: int = 78) -> dict:
+def _recover(model: str, pop: dict, shared: dict, group: tuple[str, ...], seed: int, P: int = 78) -> dict:
+    """Simulate P participants of ``model`` (participant-level parameters drawn from ``pop``, the rest ``shared``),
+    refit by SVI; r(truth, fitted mean) per participant-level parameter (on the log scale for log-normal ones) and
+    the fitted means of ``group``."""
     rng = np.random.default_rng(seed)
-    truth = dict(SHARED)
-    for k, (mu, sd, tr) in POP.items():
+    truth = dict(shared)
+    for k, (mu, sd, tr) in pop.items():
         v = rng.normal(mu, sd, P)
         truth[k] = np.exp(v) if tr == "exp" else v
-    data = simulate(causalplay.models.choice.get_model("eig_sweep", "softmax"), truth,
-                    [_world(rng) for _ in range(P)], 4, seed=seed + 1)
+    data = simulate(causalplay.models.choice.get_model(model, "softmax"), truth, [_world(rng) for _ in range(P)], 4,
+                    seed=seed + 1)
     torch.manual_seed(seed)
-    f = causalplay.fit(data, "eig_sweep", method="svi", judgement="softmax", svi=SVIOptions(steps=1500), seed=seed)
+    f = causalplay.fit(data, model, method="svi", judgement="softmax", svi=SVIOptions(steps=1500), seed=seed)
     est = f.participant_means()
-    out = {"r_beta": np.corrcoef(np.log(truth["beta"]), np.log(est["beta"]))[0, 1],
-           "r_delta": np.corrcoef(truth["delta"], est["delta"])[0, 1],
-           "r_gamma": np.corrcoef(truth["gamma"], est["gamma"])[0, 1],
-           "r_stop_a": np.corrcoef(truth["stop_a"], est["stop_a"])[0, 1]}
-    for k in ("rho", "stop_h", "stop_t"):
-        out[k] = float(f.idata.posterior[k].mean())
+    scale = {k: (np.log if tr == "exp" else np.asarray) for k, (_, _, tr) in pop.items()}
+    out = {f"r_{k}": np.corrcoef(scale[k](truth[k]), scale[k](est[k]))[0, 1] for k in pop}
+    out.update({k: float(f.idata.posterior[k].mean()) for k in group})
     return out
+
+
+def recover(seed: int, P: int = 78) -> dict:
+    return _recover("eig_sweep", POP, SHARED, ("rho", "stop_h", "stop_t"), seed, P)
 
 
 def test_eig_sweep_parameters_are_recovered_at_fitted_values():
@@ -72,22 +76,7 @@ SHARED_BEST = {"gamma": 0.102, "stop_a": -2.492, "rho": -0.528, "stop_h": -0.767
 
 
 def recover_best(seed: int, P: int = 78) -> dict:
-    rng = np.random.default_rng(seed)
-    truth = dict(SHARED_BEST)
-    for k, (mu, sd, tr) in POP_BEST.items():
-        v = rng.normal(mu, sd, P)
-        truth[k] = np.exp(v) if tr == "exp" else v
-    data = simulate(causalplay.models.choice.get_model(BEST, "softmax"), truth, [_world(rng) for _ in range(P)], 4,
-                    seed=seed + 1)
-    torch.manual_seed(seed)
-    f = causalplay.fit(data, BEST, method="svi", judgement="softmax", svi=SVIOptions(steps=1500), seed=seed)
-    est = f.participant_means()
-    out = {"r_beta": np.corrcoef(np.log(truth["beta"]), np.log(est["beta"]))[0, 1],
-           "r_delta": np.corrcoef(truth["delta"], est["delta"])[0, 1],
-           "r_kappa": np.corrcoef(truth["kappa"], est["kappa"])[0, 1]}
-    for k in ("gamma", "stop_a", "rho", "stop_h"):
-        out[k] = float(f.idata.posterior[k].mean())
-    return out
+    return _recover(BEST, POP_BEST, SHARED_BEST, ("gamma", "stop_a", "rho", "stop_h"), seed, P)
 
 
 def test_best_model_parameters_are_recovered_at_its_nuts_fitted_values():
