@@ -85,6 +85,25 @@ def test_process_executor_abort_kills_running_tasks():
     assert slow.done() or not any(p.is_alive() for p in procs)
 
 
+def test_process_executor_abort_settles_tasks_already_handed_to_a_worker():
+    # A task in the worker's queue is "running" and cannot be cancelled; only the pool's manager thread fails it,
+    # after abort() has killed the worker. abort() used to return before that: the future stayed "running" (a
+    # flake of the test above, and 4 times in 20 here). Repeated, because the manager thread is sometimes quick.
+    from concurrent.futures.process import BrokenProcessPool
+
+    for _ in range(15):
+        ex = make_executor("process", workers=1)
+        assert ex.submit(_sleep, 0.0).result() == 0.0
+        slow, queued = ex.submit(_sleep, 60.0), ex.submit(_sleep, 60.0)
+        deadline = time.monotonic() + 10
+        while not queued.running() and time.monotonic() < deadline:  # both reached the worker's queue
+            time.sleep(0.001)
+        assert queued.running()
+        ex.abort()
+        for f in (slow, queued):
+            assert f.done() and isinstance(f.exception(timeout=0), BrokenProcessPool), f
+
+
 def _hold_tqdm_lock(flag: str) -> None:
     from tqdm.auto import tqdm
 
