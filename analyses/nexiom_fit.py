@@ -90,6 +90,9 @@ class Config:
     recovery_method: str = "svi"
     model_recovery_models: tuple[str, ...] = MAIN_MODELS + ("eig_sweep_single",)
     model_recovery_datasets: int = 2
+    # 1: score on one held-out quarter of each simulated data set (~20 participants); K > 1: K-fold CV, every
+    # simulated participant held out once (K times the fits, paired SEs about half as wide)
+    model_recovery_folds: int = 1
     seed: int = 0
     out_root: str = "runs"
     stages: tuple[str, ...] = STAGES
@@ -480,6 +483,18 @@ def _pick_one_se(scores: dict, order: tuple[str, ...]) -> str:
     return min(close, key=lambda m: (len(get_model(m).params), order.index(m)))
 
 
+def _heldout_scores(cfg: Config, data: TrialData, models, folds: int, split_seed: int) -> dict[str, Score]:
+    """Every model's held-out score on ``data``: one stratified ``test_fraction`` split when ``folds`` is 1, else
+    participant-level ``folds``-fold cross-validation (every participant scored once, held out)."""
+    pairs = [data.split(cfg.test_fraction, seed=split_seed)] if folds == 1 else data.folds(folds, seed=split_seed)
+    parts: dict[str, list[Score]] = {m: [] for m in models}
+    for fit_d, held in pairs:
+        for m in models:
+            f = causalplay.fit(fit_d, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed)
+            parts[m].append(f.score(held, n_draws=cfg.score_draws, seed=split_seed))
+    return {m: v[0] if len(v) == 1 else Score.concat(v) for m, v in parts.items()}
+
+
 def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     """Model recovery: fit each model to the people (SVI) for a population, simulate data sets from it, fit every
     model to a fitting split of each, pick the best by held-out score (argmin, and by the one-SE rule)."""
@@ -494,10 +509,7 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
             t0 = time.perf_counter()
             sim, _ = _simulate_population(cm, pops[true], _worlds(data, len(data), rng), data.n_objects,
                                           cfg.seed + 100 * k + 7)
-            fit_d, held = sim.split(cfg.test_fraction, seed=k)
-            scores = {m: causalplay.fit(fit_d, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
-                                        seed=cfg.seed).score(held, n_draws=cfg.score_draws, seed=k)
-                      for m in models}
+            scores = _heldout_scores(cfg, sim, models, cfg.model_recovery_folds, split_seed=k)
             best = min(scores, key=lambda m: scores[m].nats_per_choice)
             one_se = _pick_one_se(scores, models)
             rows.append({"true": true, "dataset": k, "picked": best, "picked_1se": one_se,
@@ -508,7 +520,7 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
             print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}), "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows)
-    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets}
+    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
         conf = pd.crosstab(df["true"], df[col]).reindex(index=list(models), columns=list(models), fill_value=0)
         conf.to_csv(out / name)
@@ -580,7 +592,7 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
     ap.add_argument("--max-participants", type=int)
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "seed", "split_seed", "folds"):
+              "model_recovery_datasets", "model_recovery_folds", "seed", "split_seed", "folds"):
         ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--nuts-target-accept", type=float, metavar="P", help="NUTS target acceptance probability "
                     "(default 0.9; raise it, e.g. to 0.95, against divergences)")
@@ -594,7 +606,7 @@ def parse_args(argv: list[str]) -> Config:
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
             "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "seed", "split_seed", "folds"):
+              "model_recovery_datasets", "model_recovery_folds", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)
     if a.nuts_shared is not None:
         over["nuts_shared"] = tuple(p.strip() for p in a.nuts_shared.split(",") if p.strip())
@@ -606,6 +618,9 @@ def parse_args(argv: list[str]) -> Config:
     if a.model_recovery_models:
         over["model_recovery_models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.model_recovery_models))
     cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
+    if cfg.model_recovery_folds < 1:
+        ap.error(f"--model-recovery-folds must be 1 (one held-out split) or more (K-fold CV), got "
+                 f"{cfg.model_recovery_folds}")
     if a.data is not None and not Path(a.data).is_dir():
         ap.error(f"--data {a.data!r} is not a folder")
     return cfg

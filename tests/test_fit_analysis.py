@@ -121,3 +121,25 @@ def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(s
     # random: gaps (5, 3) -> 0.8 worse, SE sqrt(2) * sd(5, 3) / 10 = 0.2: out. Widen eig_softmax's gap:
     scores["eig_softmax"] = score([-8.0, -8.0])  # gaps (4, 2): 0.6 worse, SE 0.2 -> out too
     assert script._pick_one_se(scores, order) == "eig_sweep"
+
+
+def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
+    import causalplay
+
+    d = load_nexiom()
+    data = d.subset(d.ids[:12])
+    cfg = script.SMOKE
+    # folds=1: exactly the fit on one stratified split, scored on its held-out part
+    one = script._heldout_scores(cfg, data, ("random", "eig_sweep"), 1, split_seed=3)
+    fit_d, held = data.split(cfg.test_fraction, seed=3)
+    direct = causalplay.fit(fit_d, "eig_sweep", method="svi", svi=script._svi(cfg), judgement=cfg.judgement,
+                            seed=cfg.seed).score(held, n_draws=cfg.score_draws, seed=3)
+    assert one["eig_sweep"].nats_per_choice == pytest.approx(direct.nats_per_choice, rel=1e-12)
+    # folds=3: every participant scored once, all choices counted
+    cv = script._heldout_scores(cfg, data, ("random", "eig_sweep"), 3, split_seed=3)
+    for sc in cv.values():
+        assert sorted(map(str, sc.per_participant.index)) == sorted(map(str, data.ids))
+        assert sc.n_choices == data.n_choices
+    with pytest.raises(SystemExit):
+        script.parse_args(["--model-recovery-folds", "0"])
+    assert "--model-recovery-folds must be 1" in capsys.readouterr().err
