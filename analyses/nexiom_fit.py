@@ -495,28 +495,50 @@ def _heldout_scores(cfg: Config, data: TrialData, models, folds: int, split_seed
     return {m: v[0] if len(v) == 1 else Score.concat(v) for m, v in parts.items()}
 
 
+def _resumable_rows(path: Path, models, folds: int, datasets: int) -> list[dict]:
+    """Rows of an earlier (interrupted) model-recovery run in ``path`` to keep; an error if they were scored
+    differently (other models or another ``--model-recovery-folds``), which would mix two experiments."""
+    if not path.exists():
+        return []
+    old = pd.read_csv(path)
+    scored = sorted(c[len("nats_"):] for c in old.columns if c.startswith("nats_"))
+    if scored != sorted(models):
+        raise ValueError(f"{path} scores the models {scored}, not {sorted(models)}; use another --name")
+    old_folds = sorted(set(old["folds"])) if "folds" in old else [1]
+    if old_folds != [folds]:
+        raise ValueError(f"{path} was scored with --model-recovery-folds {old_folds}, not {folds}; "
+                         f"use another --name")
+    return old[old["dataset"] < datasets].to_dict("records")
+
+
 def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     """Model recovery: fit each model to the people (SVI) for a population, simulate data sets from it, fit every
     model to a fitting split of each, pick the best by held-out score (argmin, and by the one-SE rule)."""
     models = cfg.model_recovery_models
     rng = np.random.default_rng(cfg.seed + 1)
+    path = out / "model_recovery.csv"
+    rows = _resumable_rows(path, models, cfg.model_recovery_folds, cfg.model_recovery_datasets)
+    done = {(r["true"], int(r["dataset"])) for r in rows}
     pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
                                           seed=cfg.seed)) for m in models}
-    rows = []
     for true in models:
         cm = get_model(true, cfg.judgement)
         for k in range(cfg.model_recovery_datasets):
+            # drawn even when skipped, so a resumed run simulates exactly the data sets a whole run would
+            worlds = _worlds(data, len(data), rng)
+            if (true, k) in done:
+                print(f"[models] {true} #{k}: already in {path}, skipped", flush=True)
+                continue
             t0 = time.perf_counter()
-            sim, _ = _simulate_population(cm, pops[true], _worlds(data, len(data), rng), data.n_objects,
-                                          cfg.seed + 100 * k + 7)
+            sim, _ = _simulate_population(cm, pops[true], worlds, data.n_objects, cfg.seed + 100 * k + 7)
             scores = _heldout_scores(cfg, sim, models, cfg.model_recovery_folds, split_seed=k)
             best = min(scores, key=lambda m: scores[m].nats_per_choice)
             one_se = _pick_one_se(scores, models)
-            rows.append({"true": true, "dataset": k, "picked": best, "picked_1se": one_se,
-                         **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
+            rows.append({"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "picked": best,
+                         "picked_1se": one_se, **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
                          **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items()
                             if m != best}})
-            pd.DataFrame(rows).to_csv(out / "model_recovery.csv", index=False)
+            pd.DataFrame(rows).to_csv(path, index=False)
             print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}), "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows)

@@ -81,6 +81,18 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "nuts_all"])
     assert capsys.readouterr().out.count("already in") == 2
     assert (out / "nuts_all.csv").read_text() == before
+    # model recovery resumes the same way: both (true model, data set) rows kept, their confusion unchanged
+    before, conf = (out / "model_recovery.csv").read_text(), (out / "confusion.csv").read_text()
+    script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models"])
+    assert capsys.readouterr().out.count("already in") == 2
+    assert (out / "model_recovery.csv").read_text() == before and (out / "confusion.csv").read_text() == conf
+    # ... and refuses to mix in rows scored another way
+    with pytest.raises(ValueError, match="--model-recovery-folds \\[1\\], not 2"):
+        script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models",
+                     "--model-recovery-folds", "2"])
+    with pytest.raises(ValueError, match="scores the models"):
+        script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models",
+                     "--model-recovery-models", "random,naive"])
 
 
 def test_nuts_all_shares_only_the_parameters_a_model_has(script):
