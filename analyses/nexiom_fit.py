@@ -426,14 +426,36 @@ def _worlds(data: TrialData, n: int, rng) -> list:
     return [(p["rule"].iloc[i], p["true_blickets"].iloc[i]) for i in idx]
 
 
+def _resumable_recovery(out: Path, method: str, datasets: int) -> tuple[list[dict], list[dict]]:
+    """Per-participant and group rows of an earlier (interrupted) recovery run in ``out`` to keep (data sets
+    below ``datasets``); an error if they were fitted by another ``--recovery-method``."""
+    paths = out / "recovery_participant.csv", out / "recovery_group.csv"
+    if not all(p.exists() for p in paths):
+        return [], []
+    tabs = [pd.read_csv(p) for p in paths]
+    for p, t in zip(paths, tabs, strict=True):
+        methods = sorted(set(t["method"])) if "method" in t else ["unknown"]
+        if methods != [method]:
+            raise ValueError(f"{p} holds fits by {methods}, not --recovery-method {method}; use another --name")
+    # a data set counts as done only when both tables have it (they are written together, after its fit)
+    done = set(tabs[0]["dataset"]) & set(tabs[1]["dataset"])
+    return tuple([r for r in t.to_dict("records") if r["dataset"] in done and r["dataset"] < datasets]
+                 for t in tabs)
+
+
 def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> None:
     """Simulate data sets of the size of the people's from the fitted population; refit; compare."""
     cm = f.model
     pop = _population(f)
     rng = np.random.default_rng(cfg.seed)
-    per_rows, group_rows = [], []
+    per_rows, group_rows = _resumable_recovery(out, cfg.recovery_method, cfg.recovery_datasets)
+    done = {int(r["dataset"]) for r in group_rows}
     for k in range(cfg.recovery_datasets):
-        sim, truth = _simulate_population(cm, pop, _worlds(data, len(data), rng), data.n_objects, cfg.seed + 10 * k)
+        worlds = _worlds(data, len(data), rng)  # drawn even when skipped: a resumed run simulates the same data
+        if k in done:
+            print(f"[recovery] data set {k + 1}/{cfg.recovery_datasets}: already in {out}, skipped", flush=True)
+            continue
+        sim, truth = _simulate_population(cm, pop, worlds, data.n_objects, cfg.seed + 10 * k)
         g = (causalplay.fit(sim, cm, method="svi", svi=_svi(cfg), seed=cfg.seed + k) if cfg.recovery_method == "svi"
              else causalplay.fit(sim, cm, nuts=_nuts(cfg), seed=cfg.seed + k, warn=False))
         th = g.theta()
@@ -443,17 +465,19 @@ def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> Non
             tr = truth[p.name].numpy()
             if p.level == "participant":
                 r = float(np.corrcoef(tr, v.mean(0))[0, 1])
-                per_rows.append({"dataset": k, "parameter": p.name, "r": r,
+                per_rows.append({"dataset": k, "method": cfg.recovery_method, "parameter": p.name, "r": r,
                                  "coverage90": float(((tr >= lo) & (tr <= hi)).mean()),
                                  "true_sd": float(tr.std()), "est_sd_of_means": float(v.mean(0).std())})
             else:
-                group_rows.append({"dataset": k, "parameter": p.name, "truth": float(tr[0]),
+                group_rows.append({"dataset": k, "method": cfg.recovery_method, "parameter": p.name,
+                                   "truth": float(tr[0]),
                                    "mean": float(v[:, 0].mean()), "q5": float(lo[0]), "q95": float(hi[0]),
                                    "covered": bool(lo[0] <= tr[0] <= hi[0])})
         for site in [s for s in pop if s.endswith("_mu") or s.endswith("_sigma")]:
             v = g.flat_raw()[site].numpy()
             lo, hi = np.quantile(v, [0.05, 0.95])
-            group_rows.append({"dataset": k, "parameter": site, "truth": pop[site], "mean": float(v.mean()),
+            group_rows.append({"dataset": k, "method": cfg.recovery_method, "parameter": site,
+                               "truth": pop[site], "mean": float(v.mean()),
                                "q5": float(lo), "q95": float(hi), "covered": bool(lo <= pop[site] <= hi)})
         pd.DataFrame(per_rows).to_csv(out / "recovery_participant.csv", index=False)
         pd.DataFrame(group_rows).to_csv(out / "recovery_group.csv", index=False)

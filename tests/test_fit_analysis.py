@@ -93,6 +93,15 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     with pytest.raises(ValueError, match="scores the models"):
         script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models",
                      "--model-recovery-models", "random,naive"])
+    # parameter recovery too: its one data set kept; a table of SVI refits is not extended with NUTS refits
+    before = (out / "recovery_group.csv").read_text(), (out / "recovery_participant.csv").read_text()
+    again = ["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "recovery",
+             "--fit", str(out / "idata.nc")]
+    script.main(again)
+    assert capsys.readouterr().out.count("already in") == 1
+    assert ((out / "recovery_group.csv").read_text(), (out / "recovery_participant.csv").read_text()) == before
+    with pytest.raises(ValueError, match="not --recovery-method nuts"):
+        script.main(again + ["--recovery-method", "nuts"])
 
 
 def test_nuts_all_shares_only_the_parameters_a_model_has(script):
