@@ -47,12 +47,14 @@ import torch  # noqa: E402
 from causalplay.models.choice import MAIN_MODELS, build_features, get_model  # noqa: E402
 
 import causalplay  # noqa: E402
+from causalplay.bench import make_executor  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
 from causalplay.fitting import (  # noqa: E402
     NUTSOptions,
     Score,
     SVIOptions,
     compare,
+    fit_and_score,
     load_fit,
     paired_difference,
     simulate,
@@ -93,6 +95,9 @@ class Config:
     # 1: score on one held-out quarter of each simulated data set (~20 participants); K > 1: K-fold CV, every
     # simulated participant held out once (K times the fits, paired SEs about half as wide)
     model_recovery_folds: int = 1
+    # processes fitting the model-recovery stage's models at once (1: in this process); each fit is seeded, so
+    # the table does not depend on it beyond floating-point summation order
+    workers: int = 1
     seed: int = 0
     out_root: str = "runs"
     stages: tuple[str, ...] = STAGES
@@ -510,13 +515,23 @@ def _pick_one_se(scores: dict, order: tuple[str, ...]) -> str:
 def _heldout_scores(cfg: Config, data: TrialData, models, folds: int, split_seed: int) -> dict[str, Score]:
     """Every model's held-out score on ``data``: one stratified ``test_fraction`` split when ``folds`` is 1, else
     participant-level ``folds``-fold cross-validation (every participant scored once, held out)."""
+    return _heldout_job(cfg, data, models, folds, split_seed)()
+
+
+def _heldout_job(cfg: Config, data: TrialData, models, folds: int, split_seed: int, executor=None):
+    """:func:`_heldout_scores` as a function to call later: with an ``executor`` (``causalplay.bench``) its fits
+    are submitted now and the call waits for them; without one, the call fits them here."""
     pairs = [data.split(cfg.test_fraction, seed=split_seed)] if folds == 1 else data.folds(folds, seed=split_seed)
-    parts: dict[str, list[Score]] = {m: [] for m in models}
-    for fit_d, held in pairs:
-        for m in models:
-            f = causalplay.fit(fit_d, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed)
-            parts[m].append(f.score(held, n_draws=cfg.score_draws, seed=split_seed))
-    return {m: v[0] if len(v) == 1 else Score.concat(v) for m, v in parts.items()}
+    kw = {"method": "svi", "svi": _svi(cfg), "judgement": cfg.judgement, "seed": cfg.seed,
+          "n_draws": cfg.score_draws, "score_seed": split_seed}
+
+    def combine(parts: dict[str, list[Score]]) -> dict[str, Score]:
+        return {m: v[0] if len(v) == 1 else Score.concat(v) for m, v in parts.items()}
+
+    if executor is None:
+        return lambda: combine({m: [fit_and_score(fit_d, held, m, **kw) for fit_d, held in pairs] for m in models})
+    futures = {m: [executor.submit(fit_and_score, fit_d, held, m, **kw) for fit_d, held in pairs] for m in models}
+    return lambda: combine({m: [f.result() for f in fs] for m, fs in futures.items()})
 
 
 def _resumable_rows(path: Path, models, folds: int, datasets: int) -> list[dict]:
@@ -545,26 +560,16 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     done = {(r["true"], int(r["dataset"])) for r in rows}
     pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
                                           seed=cfg.seed)) for m in models}
-    for true in models:
-        cm = get_model(true, cfg.judgement)
-        for k in range(cfg.model_recovery_datasets):
-            # drawn even when skipped, so a resumed run simulates exactly the data sets a whole run would
-            worlds = _worlds(data, len(data), rng)
-            if (true, k) in done:
-                print(f"[models] {true} #{k}: already in {path}, skipped", flush=True)
-                continue
-            t0 = time.perf_counter()
-            sim, _ = _simulate_population(cm, pops[true], worlds, data.n_objects, cfg.seed + 100 * k + 7)
-            scores = _heldout_scores(cfg, sim, models, cfg.model_recovery_folds, split_seed=k)
-            best = min(scores, key=lambda m: scores[m].nats_per_choice)
-            one_se = _pick_one_se(scores, models)
-            rows.append({"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "picked": best,
-                         "picked_1se": one_se, **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
-                         **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items()
-                            if m != best}})
-            pd.DataFrame(rows).to_csv(path, index=False)
-            print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}), "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+    executor = make_executor("process", cfg.workers) if cfg.workers > 1 else None
+    try:
+        _recover_models(cfg, data, models, pops, rng, rows, done, path, executor)
+    except BaseException:
+        if executor is not None:
+            executor.abort()  # Ctrl-C or a failed fit: stop the running fits now; the rows written are kept
+        raise
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True)
     df = pd.DataFrame(rows)
     res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
@@ -573,6 +578,35 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
         res["model_recovery"][col] = {"confusion": conf.to_dict("index"),
                                       "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum())
                                                           for m in models}}
+
+
+def _recover_models(cfg: Config, data: TrialData, models, pops: dict, rng, rows: list, done: set, path: Path,
+                    executor) -> None:
+    """The model-recovery data sets, each row appended to ``rows`` and written to ``path`` once scored. With an
+    executor every data set's fits are submitted first (so all workers stay busy), then collected in order."""
+    jobs = []
+    for true in models:
+        cm = get_model(true, cfg.judgement)
+        for k in range(cfg.model_recovery_datasets):
+            # drawn even when skipped, so a resumed run simulates exactly the data sets a whole run would
+            worlds = _worlds(data, len(data), rng)
+            if (true, k) in done:
+                print(f"[models] {true} #{k}: already in {path}, skipped", flush=True)
+                continue
+            sim, _ = _simulate_population(cm, pops[true], worlds, data.n_objects, cfg.seed + 100 * k + 7)
+            jobs.append((true, k, _heldout_job(cfg, sim, models, cfg.model_recovery_folds, k, executor)))
+    t0 = time.perf_counter()
+    for i, (true, k, job) in enumerate(jobs):
+        scores = job()
+        best = min(scores, key=lambda m: scores[m].nats_per_choice)
+        one_se = _pick_one_se(scores, models)
+        rows.append({"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "picked": best,
+                     "picked_1se": one_se, **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
+                     **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items()
+                        if m != best}})
+        pd.DataFrame(rows).to_csv(path, index=False)
+        print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}); {i + 1}/{len(jobs)} data sets, "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
 
 
 def run(cfg: Config) -> dict:
@@ -638,7 +672,7 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
     ap.add_argument("--max-participants", type=int)
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "model_recovery_folds", "seed", "split_seed", "folds"):
+              "model_recovery_datasets", "model_recovery_folds", "workers", "seed", "split_seed", "folds"):
         ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--nuts-target-accept", type=float, metavar="P", help="NUTS target acceptance probability "
                     "(default 0.9; raise it, e.g. to 0.95, against divergences)")
@@ -652,7 +686,7 @@ def parse_args(argv: list[str]) -> Config:
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
             "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
-              "model_recovery_datasets", "model_recovery_folds", "seed", "split_seed", "folds"):
+              "model_recovery_datasets", "model_recovery_folds", "workers", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)
     if a.nuts_shared is not None:
         over["nuts_shared"] = tuple(p.strip() for p in a.nuts_shared.split(",") if p.strip())
@@ -664,6 +698,8 @@ def parse_args(argv: list[str]) -> Config:
     if a.model_recovery_models:
         over["model_recovery_models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.model_recovery_models))
     cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
+    if cfg.workers < 1:
+        ap.error(f"--workers must be 1 (fits in this process) or more (a process pool), got {cfg.workers}")
     if cfg.model_recovery_folds < 1:
         ap.error(f"--model-recovery-folds must be 1 (one held-out split) or more (K-fold CV), got "
                  f"{cfg.model_recovery_folds}")

@@ -23,8 +23,8 @@ One module per concept:
 from .inference import ConvergenceWarning, Fit, fit, load_fit
 from .options import NUTSOptions, SVIOptions
 from .parameterisation import Parameterisation
-from .scoring import Score, compare, heldout_score, ic_table, paired_difference
+from .scoring import Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
 from .simulation import simulate, simulate_fit
 
 __all__ = ["fit", "load_fit", "compare", "Fit", "Score", "simulate", "simulate_fit", "NUTSOptions", "SVIOptions",
-           "Parameterisation", "ConvergenceWarning", "heldout_score", "paired_difference", "ic_table"]
+           "Parameterisation", "ConvergenceWarning", "heldout_score", "fit_and_score", "paired_difference", "ic_table"]

@@ -19,8 +19,9 @@ from .convert import pointwise_log_lik
 if TYPE_CHECKING:
     from ..data import TrialData
     from .inference import Fit
+    from .options import NUTSOptions, SVIOptions
 
-__all__ = ["Score", "heldout_score", "compare", "paired_difference", "ic_table", "PARETO_K_BAD"]
+__all__ = ["Score", "heldout_score", "fit_and_score", "compare", "paired_difference", "ic_table", "PARETO_K_BAD"]
 
 PARETO_K_BAD = 0.7  # PSIS-LOO is unreliable for points above this (Vehtari et al. 2017/2024)
 
@@ -115,6 +116,21 @@ def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int =
                        (("joint", judge_ll), ("blickets", blk), ("rule", rul))}, index=feats.ids)
     jt[(feats.judgement < 0).numpy()] = np.nan
     return Score(float(lp.sum()), feats.n_decisions, pd.Series(lp.numpy(), index=feats.ids, name="log_p"), jt)
+
+
+def fit_and_score(fit_data: TrialData, held: TrialData, model: str, *, method: str = "svi",
+                  nuts: NUTSOptions | None = None, svi: SVIOptions | None = None, judgement: str | None = None,
+                  seed: int = 0, n_draws: int = 400, score_seed: int = 0) -> Score:
+    """Fit ``model`` to ``fit_data`` and return its held-out :class:`Score` on ``held``.
+
+    ``causalplay.fit(fit_data, model, ...).score(held, n_draws=n_draws, seed=score_seed)`` as one module-level
+    function, so that an executor (:func:`causalplay.bench.make_executor`) can run the fits of a
+    cross-validation or a model-recovery sweep in worker processes and send back only the small ``Score``.
+    """
+    from .inference import fit
+
+    f = fit(fit_data, model, method=method, nuts=nuts, svi=svi, judgement=judgement, seed=seed)
+    return heldout_score(f, held, n_draws=n_draws, seed=score_seed)
 
 
 def paired_difference(a: Score, b: Score, per_choice: bool = True) -> tuple[float, float]:
