@@ -84,6 +84,7 @@ class Config:
     nuts_warmup: int = 500
     nuts_draws: int = 1000
     nuts_target_accept: float = 0.9
+    nuts_dense_mass: bool = False  # adapt a dense mass matrix (correlated posteriors; costs more per step)
     # shared by everybody in the nuts_all stage where a model has them: the design cannot recover them per
     # participant (docs/human-data.md), and their hierarchical funnels are what NUTS mixes poorly in
     nuts_shared: tuple[str, ...] = ("gamma", "stop_a")
@@ -134,7 +135,7 @@ def _svi(cfg: Config) -> SVIOptions:
 
 def _nuts(cfg: Config) -> NUTSOptions:
     return NUTSOptions(chains=cfg.nuts_chains, warmup=cfg.nuts_warmup, draws=cfg.nuts_draws,
-                       target_accept=cfg.nuts_target_accept)
+                       target_accept=cfg.nuts_target_accept, dense_mass=cfg.nuts_dense_mass)
 
 
 # ---- statistics of a data set (humans or simulated) ---------------------------------------------------------
@@ -363,7 +364,8 @@ def stage_nuts_all(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
                      "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"],
                      "elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se),
                      "pareto_k_gt_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum()),
-                     "chains": d["chains"], "draws": d["draws"], "wall_seconds": round(time.perf_counter() - t0, 1),
+                     "chains": d["chains"], "draws": d["draws"], "target_accept": cfg.nuts_target_accept,
+                     "dense_mass": cfg.nuts_dense_mass, "wall_seconds": round(time.perf_counter() - t0, 1),
                      "cpu_seconds": d["cpu_seconds"], "load_average_after": round(os.getloadavg()[0], 2)})
         pd.DataFrame(rows).to_csv(path, index=False)
         print(f"[nuts_all] {name}: R-hat {d['rhat_max']:.4f} ({d['rhat_worst_site']}), bulk ESS "
@@ -676,6 +678,8 @@ def parse_args(argv: list[str]) -> Config:
         ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--nuts-target-accept", type=float, metavar="P", help="NUTS target acceptance probability "
                     "(default 0.9; raise it, e.g. to 0.95, against divergences)")
+    ap.add_argument("--nuts-dense-mass", action="store_true", default=None, help="NUTS adapts a dense mass "
+                    "matrix (all posterior correlations) instead of a diagonal one")
     ap.add_argument("--nuts-shared", metavar="PARAMS", help="comma-separated parameters shared by everybody in the "
                     "nuts_all stage where a model has them (default: gamma,stop_a; '' for none)")
     ap.add_argument("--recovery-method", choices=("svi", "nuts"))
@@ -684,7 +688,8 @@ def parse_args(argv: list[str]) -> Config:
     cfg = SMOKE if a.smoke else Config()
     over = {"data": a.data, "n_objects": a.n_objects, "out_root": a.out, "name": a.name,
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
-            "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept}
+            "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept,
+            "nuts_dense_mass": a.nuts_dense_mass}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "model_recovery_folds", "workers", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)

@@ -75,6 +75,7 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     rule = (na["rhat_max"] <= 1.01) & (na["ess_bulk_min"] >= 400) & (na["divergences"] == 0)
     assert (na["ok"] == rule).all() and not na["ok"].any()
     assert (na["draws"] == 10).all() and (na["chains"] == 2).all()
+    assert (na["target_accept"] == 0.9).all() and not na["dense_mass"].any()
     # a rerun (an interrupted run resumed) skips the models already in the table and leaves their rows alone
     before = (out / "nuts_all.csv").read_text()
     capsys.readouterr()
@@ -111,6 +112,8 @@ def test_nuts_all_shares_only_the_parameters_a_model_has(script):
     assert script.parse_args(["--nuts-shared", ""]).nuts_shared == ()
     assert script.parse_args(["--nuts-shared", "stop_a, gamma"]).nuts_shared == ("stop_a", "gamma")
     assert script._nuts(script.parse_args(["--nuts-target-accept", "0.95"])).target_accept == 0.95
+    assert script._nuts(script.parse_args(["--nuts-dense-mass"])).dense_mass
+    assert not script._nuts(script.parse_args([])).dense_mass
     with pytest.raises(ValueError, match="target_accept"):
         script._nuts(script.parse_args(["--nuts-target-accept", "1.5"]))
 
