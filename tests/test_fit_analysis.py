@@ -69,18 +69,20 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     assert tab.loc[other, "diff_vs_best"] == pytest.approx(diff.sum() / n, rel=1e-12)
     assert tab.loc[other, "diff_se"] == pytest.approx(np.sqrt(len(diff)) * diff.std(ddof=1) / n, rel=1e-12)
     # NUTS of every model: gamma and stop_a shared where a model has them (random has no gamma); ok is the
-    # documented rule; 10 draws cannot converge, so every row is not ok
-    na = pd.read_csv(out / "nuts_all.csv").set_index("model")
-    assert list(na.index) == ["random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"]
+    # documented rule; 10 draws cannot converge, so every row is not ok and each model is refit at the smoke
+    # retry ladder's 0.95 after 0.9
+    na = pd.read_csv(out / "nuts_all.csv")
+    assert list(na["model"]) == ["random+shared(stop_a)"] * 2 + ["eig_sweep+shared(gamma,stop_a)"] * 2
+    assert list(na["target_accept"]) == [0.9, 0.95, 0.9, 0.95]
     rule = (na["rhat_max"] <= 1.01) & (na["ess_bulk_min"] >= 400) & (na["divergences"] == 0)
     assert (na["ok"] == rule).all() and not na["ok"].any()
-    assert (na["draws"] == 10).all() and (na["chains"] == 2).all()
-    assert (na["target_accept"] == 0.9).all() and not na["dense_mass"].any()
-    # a rerun (an interrupted run resumed) skips the models already in the table and leaves their rows alone
+    assert (na["draws"] == 10).all() and (na["chains"] == 2).all() and not na["dense_mass"].any()
+    assert res["nuts_all"]["all_ok"] is False
+    # a rerun (an interrupted run resumed) skips the attempts already in the table and leaves their rows alone
     before = (out / "nuts_all.csv").read_text()
     capsys.readouterr()
     script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "nuts_all"])
-    assert capsys.readouterr().out.count("already in") == 2
+    assert capsys.readouterr().out.count("already in") == 4
     assert (out / "nuts_all.csv").read_text() == before
     # model recovery resumes the same way: both (true model, data set) rows kept, their confusion unchanged
     before, conf = (out / "model_recovery.csv").read_text(), (out / "confusion.csv").read_text()
@@ -182,3 +184,46 @@ def test_model_recovery_in_worker_processes_gives_the_serial_table(script, tmp_p
     with pytest.raises(SystemExit):
         script.parse_args(["--workers", "0"])
     assert "--workers must be 1" in capsys.readouterr().err
+
+
+def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_ladder(script, tmp_path,
+                                                                                      monkeypatch):
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import arviz
+
+    class FakeFit:  # converges from target acceptance 0.95 on (eig_sweep: only at 0.99)
+        def __init__(self, name, accept):
+            self.ok, self.idata = accept >= (0.99 if "eig_sweep" in name else 0.95), None
+
+        def diagnostics(self, warn):
+            return {"ok": self.ok, "rhat_max": 1.0, "rhat_worst_site": "x", "ess_bulk_min": 500.0,
+                    "ess_bulk_worst_site": "x", "ess_tail_min": 500.0, "divergences": 0 if self.ok else 1,
+                    "chains": 4, "draws": 10, "cpu_seconds": 1.0}
+
+    calls = []
+
+    def fake_fit(data, name, judgement, nuts, seed):
+        calls.append((name, nuts.target_accept))
+        return FakeFit(name, nuts.target_accept)
+
+    monkeypatch.setattr(script.causalplay, "fit", fake_fit)
+    monkeypatch.setattr(arviz, "loo", lambda idata, var_name, pointwise: SimpleNamespace(
+        elpd_loo=-1.0, se=0.1, pareto_k=np.zeros(3)))
+    cfg = replace(script.SMOKE, models=("random", "eig_sweep"), nuts_retry_target_accept=(0.95, 0.99))
+    res = {}
+    script.stage_nuts_all(cfg, None, tmp_path, res)
+    r, e = "random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"
+    assert calls == [(r, 0.9), (r, 0.95), (e, 0.9), (e, 0.95), (e, 0.99)]  # stops at the first that converges
+    assert res["nuts_all"]["all_ok"] is True and res["nuts_all"]["converged"] == {r: True, e: True}
+    assert list(pd.read_csv(tmp_path / "nuts_all.csv")["ok"]) == [False, True, False, False, True]
+    # a resumed run fits nothing more; a start above a rung skips the rungs below it
+    calls.clear()
+    script.stage_nuts_all(cfg, None, tmp_path, {})
+    assert calls == []
+    (tmp_path / "hi").mkdir()
+    script.stage_nuts_all(replace(cfg, nuts_target_accept=0.99), None, tmp_path / "hi", {})
+    assert calls == [(r, 0.99), (e, 0.99)]
+    assert script.parse_args(["--nuts-retry-target-accept", ""]).nuts_retry_target_accept == ()
+    assert script.parse_args(["--nuts-retry-target-accept", "0.97"]).nuts_retry_target_accept == (0.97,)
