@@ -48,7 +48,7 @@ import torch  # noqa: E402
 from causalplay.models.choice import MAIN_MODELS, build_features, get_model  # noqa: E402
 
 import causalplay  # noqa: E402
-from causalplay.bench import make_executor  # noqa: E402
+from causalplay.bench.executors import make_executor, wait_result  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
 from causalplay.fitting import (  # noqa: E402
     NUTSOptions,
@@ -285,8 +285,8 @@ def stage_crossval(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     for f, (fit_data, held) in enumerate(folds):
         for m in cfg.models:
             t0 = time.perf_counter()
-            fit = causalplay.fit(fit_data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed)
-            sc = fit.score(held, n_draws=cfg.score_draws, seed=cfg.seed)
+            sc = fit_and_score(fit_data, held, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement, seed=cfg.seed,
+                               n_draws=cfg.score_draws, score_seed=cfg.seed)
             parts[m].append(sc)
             j = sc.judgements if sc.judgements is not None else pd.DataFrame(index=sc.per_participant.index)
             rows += [{"fold": f, "model": m, "participant": pid, "log_p": lp,
@@ -547,7 +547,7 @@ def _heldout_job(cfg: Config, data: TrialData, models, folds: int, split_seed: i
     if executor is None:
         return lambda: combine({m: [fit_and_score(fit_d, held, m, **kw) for fit_d, held in pairs] for m in models})
     futures = {m: [executor.submit(fit_and_score, fit_d, held, m, **kw) for fit_d, held in pairs] for m in models}
-    return lambda: combine({m: [f.result() for f in fs] for m, fs in futures.items()})
+    return lambda: combine({m: [wait_result(f) for f in fs] for m, fs in futures.items()})
 
 
 def _resumable_rows(path: Path, models, folds: int, datasets: int) -> list[dict]:

@@ -501,3 +501,51 @@ def test_docs_cluster_section_example_runs():
     assert code
     for src in code:
         exec(compile(src, "benchmark.md", "exec"), {})
+
+
+_WAIT_WITH_CTRL_C_IN_A_HELPER_THREAD = """
+import signal, threading, time
+from concurrent.futures import Future
+from causalplay.bench.executors import wait_result
+
+f = Future()
+late = threading.Timer(20, f.set_result, [None])  # the result comes, but far too late
+late.daemon = True
+late.start()
+
+def ctrl_c():
+    time.sleep(0.5)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # SIGINT lands on this thread, not the main one
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+t0 = time.perf_counter()
+try:
+    wait_result(f)
+except KeyboardInterrupt:
+    print(f"stopped {time.perf_counter() - t0 - 0.5:.2f} s after Ctrl-C")
+"""
+
+
+def test_wait_result_sees_a_ctrl_c_delivered_to_another_thread():
+    # f.result() would block until the late result (20 s) and only then raise; wait_result polls
+    with _ctrl_c_live():
+        proc = subprocess.run([sys.executable, "-c", _WAIT_WITH_CTRL_C_IN_A_HELPER_THREAD], capture_output=True,
+                              text=True, timeout=120, cwd=REPO)
+    m = re.fullmatch(r"stopped ([0-9.-]+) s after Ctrl-C\n", proc.stdout)
+    assert proc.returncode == 0 and m, (proc.stdout, proc.stderr[-3000:])
+    assert float(m.group(1)) < 5, proc.stdout
+
+
+def test_wait_result_returns_the_value_or_raises_the_tasks_error():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from causalplay.bench.executors import wait_result
+
+    with ThreadPoolExecutor(1) as ex:
+        assert wait_result(ex.submit(pow, 2, 10), poll=0.01) == 1024
+        with pytest.raises(TimeoutError, match="the task's own"):  # not mistaken for the poll's timeout
+            wait_result(ex.submit(_raise, TimeoutError("the task's own")), poll=0.01)
+
+
+def _raise(exc):
+    raise exc

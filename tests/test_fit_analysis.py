@@ -166,6 +166,13 @@ def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
     for sc in cv.values():
         assert sorted(map(str, sc.per_participant.index)) == sorted(map(str, data.ids))
         assert sc.n_choices == data.n_choices
+    # fit_and_score (the work of each fit above) refuses a held-out set that was fitted, and an unknown model
+    from causalplay.fitting import fit_and_score
+
+    with pytest.raises(ValueError, match="were fitted"):
+        fit_and_score(fit_d, fit_d, "random", svi=script._svi(cfg), n_draws=5)
+    with pytest.raises(ValueError, match="eig_sideways"):
+        fit_and_score(fit_d, held, "eig_sideways", svi=script._svi(cfg), n_draws=5)
     with pytest.raises(SystemExit):
         script.parse_args(["--model-recovery-folds", "0"])
     assert "--model-recovery-folds must be 1" in capsys.readouterr().err

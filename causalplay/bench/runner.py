@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .executors import SerialExecutor, abort, make_executor
+from .executors import POLL_SECONDS, SerialExecutor, abort, make_executor
 from .metrics import assign_split, auccess, mean_ci
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
@@ -153,8 +153,6 @@ def _unique(name: str, values: Sequence) -> list:
     return values
 
 
-#: How often the driver wakes from waiting on its workers to notice Ctrl-C (see run_benchmark).
-_POLL_SECONDS = 0.2
 
 
 def _stderr(msg: str) -> None:
@@ -273,7 +271,7 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
                 # Wake up now and then: Ctrl-C is raised in this (main) thread only when it runs Python code, and a
                 # SIGINT the kernel hands to another thread (the pool's manager, a queue feeder, tqdm's monitor)
                 # does not end a blocking wait; without a timeout the run carried on until a shard finished.
-                done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                 harvest(done)
         except BaseException:
             for f in pending:
