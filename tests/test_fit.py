@@ -187,12 +187,18 @@ def test_compare_surfaces_loo_warnings_waic_and_paired_se(split, fits):
         compare({"a": fits["random"], "b": other_fit})
 
 
-def test_nuts_in_two_processes_and_loud_warnings(split):
+def test_nuts_in_two_processes_and_loud_warnings(split, monkeypatch):
+    import causalplay.fitting.inference as inference
+
     data, _ = split
+    waited = []  # the chains are waited on through the polling helper, so Ctrl-C stops a long fit promptly
+    plain_wait = inference.wait_result
+    monkeypatch.setattr(inference, "wait_result", lambda f: waited.append(f) or plain_wait(f))
     with pytest.warns(ConvergenceWarning, match="bulk ESS"):
         f = causalplay.fit(data.subset(data.ids[:4]), model="random",
                            nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=2))
     assert f.idata.posterior.sizes["chain"] == 2 and f.idata.posterior.sizes["draw"] == 10
+    assert len(waited) == 2
     assert f.idata.sample_stats["diverging"].dtype == bool
     # Chains start apart (jittered), so they are not copies of each other.
     assert not np.allclose(f.raw["rho_raw"][0], f.raw["rho_raw"][1])

@@ -426,9 +426,20 @@ def test_timeouts_are_retried_then_reported():
         assert len(srv.requests) == 2
 
 
-def test_concurrency_limit_is_respected():
+def test_concurrency_limit_is_respected(monkeypatch):
     import threading
     import time
+
+    import causalplay.llm.client as client
+
+    waited = []  # the client waits through the polling helper, so Ctrl-C stops a long batch promptly
+
+    def recording_wait(f, *a, **kw):
+        waited.append(f)
+        return client_wait(f, *a, **kw)
+
+    client_wait = client.wait_result
+    monkeypatch.setattr(client, "wait_result", recording_wait)
 
     state = {"now": 0, "max": 0}
     lock = threading.Lock()
@@ -446,6 +457,7 @@ def test_concurrency_limit_is_respected():
         agent = make_agent(llm_spec(srv.url, template="ivre", concurrency=3), seed=0)
         play(agent, "causalplay/IVRE-v0", 5, [0, 0])
     assert 2 <= state["max"] <= 3
+    assert waited
 
 
 def test_a_server_that_echoes_the_key_does_not_leak_it_into_errors(monkeypatch):

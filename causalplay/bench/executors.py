@@ -25,9 +25,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures import wait as wait_futures
 from multiprocessing.connection import wait as wait_for_sentinels
 from pathlib import Path
+
+from .._futures import wait_result  # re-exported: part of this module's API (see __all__)
 
 __all__ = ["EXECUTORS", "EXTRAS", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor",
            "make_executor", "check_executor", "abort", "wait_result", "available"]
@@ -375,19 +376,6 @@ def make_executor(kind: str = "process", workers: int | None = None, address: st
     """
     check_executor(kind, workers, address)
     return EXECUTORS[kind][0](workers, address)
-
-
-#: How often a driver waiting on its workers wakes up to notice Ctrl-C: the kernel may hand a process's SIGINT to
-#: any of its threads, and a main thread blocked in a wait without a timeout never runs the KeyboardInterrupt.
-POLL_SECONDS = 0.2
-
-
-def wait_result(future: Future, poll: float = POLL_SECONDS):
-    """``future.result()``, waking every ``poll`` seconds so that Ctrl-C stops the waiting (main) thread promptly
-    even when the signal went to another thread (a pool's manager, a queue feeder)."""
-    while not future.done():
-        wait_futures([future], timeout=poll)
-    return future.result()
 
 
 def abort(executor: Executor) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .executors import POLL_SECONDS, SerialExecutor, abort, make_executor
+from .._futures import POLL_SECONDS
+from .executors import SerialExecutor, abort, make_executor
 from .metrics import assign_split, auccess, mean_ci
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 

@@ -17,6 +17,7 @@ import pyro
 import torch
 
 from .. import _validate as V
+from .._futures import wait_result
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
 from .options import NUTSOptions, SVIOptions
 from .parameterisation import Parameterisation
@@ -95,7 +96,7 @@ def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOp
         method = "fork" if "fork" in get_all_start_methods() else "spawn"
         with ProcessPoolExecutor(workers, mp_context=get_context(method)) as ex:
             futs = [ex.submit(_run_chain, feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
-            out = [f.result() for f in futs]
+            out = [wait_result(f) for f in futs]  # polls: Ctrl-C stops the wait promptly
     else:
         out = [_run_chain(feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
     raw = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}

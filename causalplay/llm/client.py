@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._futures import wait_result
+
 __all__ = ["ChatClient", "Completion", "ResponseCache", "LLMError", "default_cache_dir", "DEFAULT_BASE_URL"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -277,4 +279,4 @@ class ChatClient:
             return [self.complete(**r) for r in requests]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
             futures = [pool.submit(self.complete, **r) for r in requests]
-            return [f.result() for f in futures]
+            return [wait_result(f) for f in futures]  # polls: Ctrl-C stops the wait promptly
