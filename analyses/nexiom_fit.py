@@ -61,6 +61,8 @@ from causalplay.fitting import (  # noqa: E402
     simulate,
 )
 
+# every registered choice model, simplest first (the one-SE rule of model recovery breaks ties in this order)
+ALL_MODELS = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep", "eig_sweep_single")
 STAGES = ("prior", "compare", "crossval", "nuts", "nuts_all", "ppc", "recovery", "models")
 
 
@@ -69,7 +71,7 @@ class Config:
     name: str = "nexiom_fit"
     data: str | None = None  # folder in the schema; None: the shipped Nexiom data
     n_objects: int | None = None
-    models: tuple[str, ...] = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep", "eig_sweep_single")
+    models: tuple[str, ...] = ALL_MODELS
     # the best model of the cross-validated comparison (docs/human-data.md), with the two parameters the design
     # cannot recover per participant shared; it needs 1000 draws per chain for R-hat <= 1.01
     main_model: str = "eig_sweep_single+shared(gamma,stop_a)"
@@ -96,7 +98,8 @@ class Config:
     ppc_replicas: int = 40
     recovery_datasets: int = 3
     recovery_method: str = "svi"
-    model_recovery_models: tuple[str, ...] = MAIN_MODELS + ("eig_sweep_single",)
+    # every choice model, so the confusion matrix covers all of them (docs/human-data.md "Model recovery")
+    model_recovery_models: tuple[str, ...] = ALL_MODELS
     model_recovery_datasets: int = 2
     # 1: score on one held-out quarter of each simulated data set (~20 participants); K > 1: K-fold CV, every
     # simulated participant held out once (K times the fits, paired SEs about half as wide)

@@ -120,6 +120,14 @@ def test_nuts_all_shares_only_the_parameters_a_model_has(script):
         script._nuts(script.parse_args(["--nuts-target-accept", "1.5"]))
 
 
+def test_the_default_comparisons_and_model_recovery_cover_every_registered_choice_model(script):
+    from causalplay.models.choice import REGISTRY
+
+    cfg = script.Config()
+    assert sorted(cfg.models) == sorted(REGISTRY) == sorted(cfg.model_recovery_models)
+    assert len(set(cfg.models)) == len(cfg.models)
+
+
 def test_bad_data_folders(script, tmp_path, capsys):
     with pytest.raises(SystemExit):
         script.main(["--data", str(tmp_path / "nope")])
