@@ -518,17 +518,21 @@ def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> Non
 
 
 def _pick_one_se(scores: dict, order: tuple[str, ...]) -> str:
-    """The simplest model (fewest set-choice parameters; then ``order``) whose held-out score is within one paired
-    SE of the best one's (Breiman's one-standard-error rule): nested models tie on data from the simpler one, and
-    the argmin alone then picks the larger one about half the time."""
+    """The simplest model (fewest set-choice parameters) whose held-out score is within one paired SE of the best
+    one's (Breiman's one-standard-error rule): nested models tie on data from the simpler one, and the argmin alone
+    then picks the larger one about half the time. Among equally simple models the better held-out score wins
+    (then ``order``)."""
     best = min(scores, key=lambda m: scores[m].nats_per_choice)
-    close = [best]
-    for m in scores:
-        if m != best:
-            diff, se = paired_difference(scores[m], scores[best])
-            if diff <= se:
-                close.append(m)
-    return min(close, key=lambda m: (len(get_model(m).params), order.index(m)))
+    se = {m: paired_difference(s, scores[best])[1] for m, s in scores.items() if m != best}
+    return _one_se_pick({m: s.nats_per_choice for m, s in scores.items()}, se, order)
+
+
+def _one_se_pick(nats: dict[str, float], se_vs_best: dict[str, float], order: tuple[str, ...]) -> str:
+    """:func:`_pick_one_se` from held-out nats per choice and each model's paired SE against the best (the columns
+    of ``model_recovery.csv``), so that the picks of a saved table can be re-derived."""
+    best = min(nats, key=nats.get)
+    close = [m for m in nats if m == best or nats[m] - nats[best] <= se_vs_best[m]]
+    return min(close, key=lambda m: (len(get_model(m).params), nats[m], order.index(m)))
 
 
 def _heldout_scores(cfg: Config, data: TrialData, models, folds: int, split_seed: int) -> dict[str, Score]:
@@ -590,6 +594,12 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
         if executor is not None:
             executor.shutdown(wait=True)
     df = pd.DataFrame(rows)
+    # picks follow from the stored scores, so a resumed table is tabulated by the current rule
+    df["picked"] = [min(models, key=lambda m: r[f"nats_{m}"]) for _, r in df.iterrows()]
+    df["picked_1se"] = [_one_se_pick({m: r[f"nats_{m}"] for m in models},
+                                     {m: r.get(f"se_vs_best_{m}", np.nan) for m in models}, models)
+                        for _, r in df.iterrows()]
+    df.to_csv(path, index=False)
     res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
         conf = pd.crosstab(df["true"], df[col]).reindex(index=list(models), columns=list(models), fill_value=0)

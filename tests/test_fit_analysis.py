@@ -155,6 +155,18 @@ def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(s
     # random: gaps (5, 3) -> 0.8 worse, SE sqrt(2) * sd(5, 3) / 10 = 0.2: out. Widen eig_softmax's gap:
     scores["eig_softmax"] = score([-8.0, -8.0])  # gaps (4, 2): 0.6 worse, SE 0.2 -> out too
     assert script._pick_one_se(scores, order) == "eig_sweep"
+    # Equally simple models both within one SE: the better held-out score wins, not the place in ``order``.
+    # naive (-10.5): gaps (-1, 1.5) -> 0.05 worse, SE sqrt(2) * sd(-1, 1.5) / 10 = 0.25; size (-10.2): gaps
+    # (0, 0.2) -> 0.02 worse, SE sqrt(2) * sd(0, 0.2) / 10 = 0.02: both in, both one parameter, size scores better
+    order = ("random", "naive", "size", "eig_sweep")
+    scores = {"random": score([-9.0, -9.0]), "naive": score([-3.0, -7.5]), "size": score([-4.0, -6.2]),
+              "eig_sweep": score([-4.0, -6.0])}
+    assert script._pick_one_se(scores, order) == "size"
+    # the same pick from the columns of model_recovery.csv (nats per choice, paired SE against the best)
+    nats = {"random": 1.8, "naive": 1.05, "size": 1.015, "eig_sweep": 1.0}
+    se = {"random": 0.0, "naive": 0.25, "size": 0.02}
+    assert script._one_se_pick(nats, se, order) == "size"
+    assert script._one_se_pick({**nats, "size": 1.03}, se, order) == "naive"  # 0.03 > its SE 0.02: size out
 
 
 def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
