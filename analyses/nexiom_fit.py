@@ -562,7 +562,7 @@ def _resumable_rows(path: Path, models, folds: int, datasets: int) -> list[dict]
     differently (other models or another ``--model-recovery-folds``), which would mix two experiments."""
     if not path.exists():
         return []
-    old = pd.read_csv(path)
+    old = pd.read_csv(path, float_precision="round_trip")  # rewritten later: keep every digit
     scored = sorted(c[len("nats_"):] for c in old.columns if c.startswith("nats_"))
     if scored != sorted(models):
         raise ValueError(f"{path} scores the models {scored}, not {sorted(models)}; use another --name")
