@@ -111,9 +111,9 @@ def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0
 
         return keys, joint
     # torch keeps every traced graph, with its constant tensors, for the life of the process (one global
-    # compilation unit: pytorch/pytorch#35600). The data tensors therefore go in as inputs, not constants, so a
-    # fit's features are freed with the fit: baked in, they leaked ~45 MB per fit, and a model-recovery worker
-    # running hundreds of fits was killed for memory.
+    # compilation unit: pytorch/pytorch#35600). The data tensors therefore go in as inputs, not constants, so the
+    # graph left behind does not hold a fit's data (with SVI's optimised plans off, see _svi, this took the
+    # memory left per fit from ~6 MB to ~2 MB).
     names = [f.name for f in fields(feats) if isinstance(getattr(feats, f.name), torch.Tensor)]
     data = tuple(getattr(feats, n) for n in names)
     n_keys = len(keys)
@@ -132,6 +132,7 @@ def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0
 
     return keys, joint
 
+
 def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int):
     """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
     JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
@@ -146,8 +147,10 @@ def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOpti
     sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / opts.steps))
     losses = []
     # Without the profiling executor's optimised plans: they are kept for the life of the process (~40 MB per
-    # fit, so hundreds of fits in one worker ran out of memory) and bought nothing here (7.9 s vs 8.4 s per
-    # 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its numbers in the docs were made so.
+    # fit, so a model-recovery worker running hundreds of fits was killed for memory) and bought nothing here
+    # (7.9 s vs 8.4 s per 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its chains run
+    # in worker processes that exit, and the NUTS numbers in the docs were made with them (a run without them
+    # adapts another step size).
     with torch.jit.optimized_execution(False):
         for _ in tqdm(range(opts.steps), disable=not opts.progress, desc=f"SVI {par.model.name}"):
             optim.zero_grad()
