@@ -535,6 +535,14 @@ def _one_se_pick(nats: dict[str, float], se_vs_best: dict[str, float], order: tu
     return min(close, key=lambda m: (len(get_model(m).params), nats[m], order.index(m)))
 
 
+def _row_picks(row: dict, models) -> dict[str, str]:
+    """The argmin and one-SE picks of a ``model_recovery.csv`` row from its ``nats_<model>`` and
+    ``se_vs_best_<model>`` columns (the best model has no SE column, or NaN in a table)."""
+    nats = {m: row[f"nats_{m}"] for m in models}
+    se = {m: row.get(f"se_vs_best_{m}", np.nan) for m in models}
+    return {"picked": min(models, key=nats.get), "picked_1se": _one_se_pick(nats, se, models)}
+
+
 def _heldout_scores(cfg: Config, data: TrialData, models, folds: int, split_seed: int) -> dict[str, Score]:
     """Every model's held-out score on ``data``: one stratified ``test_fraction`` split when ``folds`` is 1, else
     participant-level ``folds``-fold cross-validation (every participant scored once, held out)."""
@@ -593,12 +601,8 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     finally:
         if executor is not None:
             executor.shutdown(wait=True)
-    df = pd.DataFrame(rows)
     # picks follow from the stored scores, so a resumed table is tabulated by the current rule
-    df["picked"] = [min(models, key=lambda m: r[f"nats_{m}"]) for _, r in df.iterrows()]
-    df["picked_1se"] = [_one_se_pick({m: r[f"nats_{m}"] for m in models},
-                                     {m: r.get(f"se_vs_best_{m}", np.nan) for m in models}, models)
-                        for _, r in df.iterrows()]
+    df = pd.DataFrame([{**r, **_row_picks(r, models)} for r in rows])
     df.to_csv(path, index=False)
     res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
@@ -628,14 +632,13 @@ def _recover_models(cfg: Config, data: TrialData, models, pops: dict, rng, rows:
     for i, (true, k, job) in enumerate(jobs):
         scores = job()
         best = min(scores, key=lambda m: scores[m].nats_per_choice)
-        one_se = _pick_one_se(scores, models)
-        rows.append({"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "picked": best,
-                     "picked_1se": one_se, **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
-                     **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items()
-                        if m != best}})
+        row = {"true": true, "dataset": k, "folds": cfg.model_recovery_folds,
+               **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
+               **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items() if m != best}}
+        rows.append({**row, **_row_picks(row, models)})
         pd.DataFrame(rows).to_csv(path, index=False)
-        print(f"[models] {true} #{k}: picked {best} (one-SE rule: {one_se}); {i + 1}/{len(jobs)} data sets, "
-              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"[models] {true} #{k}: picked {rows[-1]['picked']} (one-SE rule: {rows[-1]['picked_1se']}); "
+              f"{i + 1}/{len(jobs)} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 def run(cfg: Config) -> dict:

@@ -154,8 +154,6 @@ def _unique(name: str, values: Sequence) -> list:
     return values
 
 
-
-
 def _stderr(msg: str) -> None:
     from tqdm.auto import tqdm
 
