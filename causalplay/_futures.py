@@ -22,6 +22,8 @@ POLL_SECONDS = 0.2
 def wait_result(future: Future, poll: float = POLL_SECONDS):
     """``future.result()``, waking every ``poll`` seconds so that Ctrl-C stops the waiting (main) thread promptly
     even when the signal went to another thread."""
+    if not isinstance(future, Future):
+        raise TypeError(f"wait_result needs a concurrent.futures.Future, got {type(future).__name__} {future!r}")
     while not future.done():
         wait_futures([future], timeout=poll)
     return future.result()

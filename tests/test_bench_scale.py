@@ -547,6 +547,8 @@ def test_wait_result_returns_the_value_or_raises_the_tasks_error():
         assert wait_result(ex.submit(pow, 2, 10), poll=0.01) == 1024
         with pytest.raises(TimeoutError, match="the task's own"):  # not mistaken for the poll's timeout
             wait_result(ex.submit(_raise, TimeoutError("the task's own")), poll=0.01)
+    with pytest.raises(TypeError, match="needs a concurrent.futures.Future, got int 1024"):
+        wait_result(1024)  # a result, not a future: said, not an AttributeError from inside
 
 
 def _raise(exc):
