@@ -104,6 +104,12 @@ class Config:
     # 1: score on one held-out quarter of each simulated data set (~20 participants); K > 1: K-fold CV, every
     # simulated participant held out once (K times the fits, paired SEs about half as wide)
     model_recovery_folds: int = 1
+    # the models that generate data sets (None: all of model_recovery_models); each data set is fitted by all
+    model_recovery_true: tuple[str, ...] | None = None
+    # group-level values replacing the people-fitted ones of a generating model, as raw sites of its fit (e.g.
+    # {"positive": {"beta_mu": 0.0}}: median beta exp(0) = 1): how strong must a strategy be for this design to
+    # recover it? (docs/human-data.md "Model recovery")
+    model_recovery_population: dict = field(default_factory=dict)
     # processes fitting the model-recovery stage's models at once (1: in this process); each fit is seeded, so
     # the table does not depend on it beyond floating-point summation order
     workers: int = 1
@@ -565,12 +571,41 @@ def _heldout_job(cfg: Config, data: TrialData, models, folds: int, split_seed: i
     return lambda: combine({m: [wait_result(f) for f in fs] for m, fs in futures.items()})
 
 
-def _resumable_rows(path: Path, models, folds: int, datasets: int) -> list[dict]:
+def _population_label(values: dict[str, float] | None) -> str:
+    """How a generating population was set, as written in ``model_recovery.csv``: ``"fitted"`` (to the people)
+    or the replaced group-level values, e.g. ``"beta_mu=0"``."""
+    return ";".join(f"{k}={v:g}" for k, v in sorted(values.items())) if values else "fitted"
+
+
+def _override_populations(pops: dict[str, dict], over: dict[str, dict]) -> dict[str, dict]:
+    """``pops`` (model -> group-level site -> value) with the values of ``over`` in place of the fitted ones; an
+    error naming a model that generates no data set, or a site the model's fit does not have."""
+    out = {m: dict(p) for m, p in pops.items()}
+    for m, values in over.items():
+        if m not in out:
+            raise ValueError(f"--model-recovery-population sets {m!r}, which generates no data set here "
+                             f"(generating models: {sorted(out)})")
+        unknown = sorted(set(values) - set(out[m]))
+        if unknown:
+            raise ValueError(f"--model-recovery-population: {m} has no group-level site(s) {unknown}; "
+                             f"its sites are {sorted(out[m])}")
+        out[m].update({k: float(v) for k, v in values.items()})
+    return out
+
+
+def _resumable_rows(path: Path, models, folds: int, datasets: int, labels: dict[str, str]) -> list[dict]:
     """Rows of an earlier (interrupted) model-recovery run in ``path`` to keep; an error if they were scored
-    differently (other models or another ``--model-recovery-folds``), which would mix two experiments."""
+    differently (other models or another ``--model-recovery-folds``) or simulated from another population of a
+    model generating data now (``labels``: model -> :func:`_population_label`), which would mix two experiments."""
     if not path.exists():
         return []
     old = pd.read_csv(path, float_precision="round_trip")  # rewritten later: keep every digit
+    old["population"] = old["population"].fillna("fitted") if "population" in old else "fitted"
+    for m, label in labels.items():
+        was = sorted(set(old.loc[old["true"] == m, "population"]) - {label})
+        if was:
+            raise ValueError(f"{path} has {m} data sets simulated from population {was}, not {label!r}; "
+                             f"use another --name")
     scored = sorted(c[len("nats_"):] for c in old.columns if c.startswith("nats_"))
     if scored != sorted(models):
         raise ValueError(f"{path} scores the models {scored}, not {sorted(models)}; use another --name")
@@ -585,15 +620,23 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     """Model recovery: fit each model to the people (SVI) for a population, simulate data sets from it, fit every
     model to a fitting split of each, pick the best by held-out score (argmin, and by the one-SE rule)."""
     models = cfg.model_recovery_models
+    true_models = cfg.model_recovery_true or models
+    if not set(true_models) <= set(models):
+        raise ValueError(f"--model-recovery-true {sorted(set(true_models) - set(models))} are not among the "
+                         f"fitted --model-recovery-models {list(models)}")
     rng = np.random.default_rng(cfg.seed + 1)
     path = out / "model_recovery.csv"
-    rows = _resumable_rows(path, models, cfg.model_recovery_folds, cfg.model_recovery_datasets)
+    labels = {m: _population_label(cfg.model_recovery_population.get(m)) for m in true_models}
+    rows = _resumable_rows(path, models, cfg.model_recovery_folds, cfg.model_recovery_datasets, labels)
     done = {(r["true"], int(r["dataset"])) for r in rows}
     pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
-                                          seed=cfg.seed)) for m in models}
+                                          seed=cfg.seed)) for m in true_models}
+    res["model_recovery_populations"] = {"fitted": pops}
+    pops = _override_populations(pops, cfg.model_recovery_population)
+    res["model_recovery_populations"]["simulated"] = pops
     executor = make_executor("process", cfg.workers) if cfg.workers > 1 else None
     try:
-        _recover_models(cfg, data, models, pops, rng, rows, done, path, executor)
+        _recover_models(cfg, data, models, pops, labels, rng, rows, done, path, executor)
     except BaseException:
         if executor is not None:
             executor.abort()  # Ctrl-C or a failed fit: stop the running fits now; the rows written are kept
@@ -606,23 +649,28 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     df.to_csv(path, index=False)
     res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
-        conf = pd.crosstab(df["true"], df[col]).reindex(index=list(models), columns=list(models), fill_value=0)
+        generating = [m for m in models if m in set(df["true"])]
+        conf = pd.crosstab(df["true"], df[col]).reindex(index=generating, columns=list(models), fill_value=0)
         conf.to_csv(out / name)
         res["model_recovery"][col] = {"confusion": conf.to_dict("index"),
                                       "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum())
-                                                          for m in models}}
+                                                          for m in generating}}
 
 
-def _recover_models(cfg: Config, data: TrialData, models, pops: dict, rng, rows: list, done: set, path: Path,
-                    executor) -> None:
-    """The model-recovery data sets, each row appended to ``rows`` and written to ``path`` once scored. With an
-    executor every data set's fits are submitted first (so all workers stay busy), then collected in order."""
+def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: dict, rng, rows: list, done: set,
+                    path: Path, executor) -> None:
+    """The model-recovery data sets of the generating models (the keys of ``pops``), each row appended to ``rows``
+    and written to ``path`` once scored. With an executor every data set's fits are submitted first (so all
+    workers stay busy), then collected in order."""
     jobs = []
     for true in models:
         cm = get_model(true, cfg.judgement)
         for k in range(cfg.model_recovery_datasets):
-            # drawn even when skipped, so a resumed run simulates exactly the data sets a whole run would
+            # drawn even when skipped (resumed, or not a generating model now), so every data set has the worlds
+            # and seed it has in a whole run: runs with other --model-recovery-population values are paired
             worlds = _worlds(data, len(data), rng)
+            if true not in pops:
+                continue
             if (true, k) in done:
                 print(f"[models] {true} #{k}: already in {path}, skipped", flush=True)
                 continue
@@ -632,13 +680,13 @@ def _recover_models(cfg: Config, data: TrialData, models, pops: dict, rng, rows:
     for i, (true, k, job) in enumerate(jobs):
         scores = job()
         best = min(scores, key=lambda m: scores[m].nats_per_choice)
-        row = {"true": true, "dataset": k, "folds": cfg.model_recovery_folds,
+        row = {"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "population": labels[true],
                **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
                **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items() if m != best}}
         rows.append({**row, **_row_picks(row, models)})
         pd.DataFrame(rows).to_csv(path, index=False)
-        print(f"[models] {true} #{k}: picked {rows[-1]['picked']} (one-SE rule: {rows[-1]['picked_1se']}); "
-              f"{i + 1}/{len(jobs)} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"[models] {true} ({labels[true]}) #{k}: picked {rows[-1]['picked']} (one-SE rule: "
+              f"{rows[-1]['picked_1se']}); {i + 1}/{len(jobs)} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 def run(cfg: Config) -> dict:
@@ -699,6 +747,11 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--models", help="comma-separated choice models to compare (default: all registered)")
     ap.add_argument("--model-recovery-models", help="comma-separated models of the model-recovery stage (default: "
                     + ",".join(Config.model_recovery_models) + ")")
+    ap.add_argument("--model-recovery-true", metavar="MODELS", help="comma-separated models that generate the "
+                    "model-recovery data sets (default: all of --model-recovery-models, each of which is fitted)")
+    ap.add_argument("--model-recovery-population", metavar="MODEL:SITE=VALUE,...", help="simulate MODEL with the "
+                    "group-level SITE (a raw site of its fit, e.g. positive:beta_mu=0 for median beta 1) set to "
+                    "VALUE instead of the value fitted to the people")
     ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: "
                     "eig_sweep_single+shared(gamma,stop_a)); modifiers as in get_model")
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
@@ -736,6 +789,21 @@ def parse_args(argv: list[str]) -> Config:
         over["models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.models))
     if a.model_recovery_models:
         over["model_recovery_models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.model_recovery_models))
+    if a.model_recovery_true:
+        over["model_recovery_true"] = tuple(m.strip() for m in a.model_recovery_true.split(",") if m.strip())
+    if a.model_recovery_population:
+        pop: dict[str, dict[str, float]] = {}
+        for item in a.model_recovery_population.split(","):
+            m = re.fullmatch(r"\s*([^:=\s]+):(\w+)=([^=]+?)\s*", item)
+            try:
+                value = float(m.group(3)) if m else math.nan
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                ap.error(f"--model-recovery-population item {item!r} is not MODEL:SITE=VALUE with a finite number "
+                         f"VALUE (e.g. positive:beta_mu=0)")
+            pop.setdefault(m.group(1), {})[m.group(2)] = value
+        over["model_recovery_population"] = pop
     cfg = replace(cfg, **{k: v for k, v in over.items() if v is not None})
     if cfg.workers < 1:
         ap.error(f"--workers must be 1 (fits in this process) or more (a process pool), got {cfg.workers}")

@@ -213,6 +213,51 @@ def test_model_recovery_in_worker_processes_gives_the_serial_table(script, tmp_p
     assert "--workers must be 1" in capsys.readouterr().err
 
 
+def test_model_recovery_from_chosen_generating_models_and_population_values(script, tmp_path, capsys):
+    base = ["--smoke", "--stages", "models", "--out", str(tmp_path)]
+    script.main(base + ["--name", "all"])
+    whole = pd.read_csv(tmp_path / "all" / "model_recovery.csv")
+    assert list(whole["population"]) == ["fitted", "fitted"]
+    # a data set keeps the worlds and seed it has in the whole run whichever models generate data: eig_sweep
+    # alone gives the whole run's eig_sweep row (scores equal to 1e-12 relative; measured identical)
+    script.main(base + ["--name", "one", "--model-recovery-true", "eig_sweep"])
+    one = pd.read_csv(tmp_path / "one" / "model_recovery.csv")
+    assert list(one["true"]) == ["eig_sweep"]
+    np.testing.assert_allclose(one.filter(like="nats_"), whole[whole["true"] == "eig_sweep"].filter(like="nats_"),
+                               rtol=1e-12)
+    assert list(pd.read_csv(tmp_path / "one" / "confusion.csv", index_col=0).index) == ["eig_sweep"]
+    # the same data set simulated with another group-level value: labelled, recorded beside the fitted value, and
+    # simulated from it (other choices, so other scores)
+    script.main(base + ["--name", "strong", "--model-recovery-true", "eig_sweep",
+                        "--model-recovery-population", "eig_sweep:beta_mu=3"])
+    pops = json.loads((tmp_path / "strong" / "results.json").read_text())["model_recovery_populations"]
+    assert pops["simulated"]["eig_sweep"]["beta_mu"] == 3.0 != pops["fitted"]["eig_sweep"]["beta_mu"]
+    assert {k: v for k, v in pops["simulated"]["eig_sweep"].items() if k != "beta_mu"} == {
+        k: v for k, v in pops["fitted"]["eig_sweep"].items() if k != "beta_mu"}
+    strong = pd.read_csv(tmp_path / "strong" / "model_recovery.csv")
+    assert list(strong["population"]) == ["beta_mu=3"]
+    assert not np.allclose(strong.filter(like="nats_"), one.filter(like="nats_"))
+    # a resumed run refuses to mix in data sets from another population
+    with pytest.raises(ValueError, match="population \\['fitted'\\], not 'beta_mu=3'"):
+        script.main(base + ["--name", "one", "--model-recovery-true", "eig_sweep",
+                            "--model-recovery-population", "eig_sweep:beta_mu=3"])
+    # bad values name themselves
+    with pytest.raises(ValueError, match="has no group-level site\\(s\\) \\['beta_nu'\\]"):
+        script.main(base + ["--name", "bad", "--model-recovery-true", "eig_sweep",
+                            "--model-recovery-population", "eig_sweep:beta_nu=3"])
+    with pytest.raises(ValueError, match="sets 'random', which generates no data set"):
+        script.main(base + ["--name", "bad", "--model-recovery-true", "eig_sweep",
+                            "--model-recovery-population", "random:beta_mu=3"])
+    with pytest.raises(ValueError, match="--model-recovery-true \\['naive'\\] are not among"):
+        script.main(base + ["--name", "bad", "--model-recovery-true", "naive"])
+    for item in ("eig_sweep:beta_mu", "eig_sweep:beta_mu=big", "eig_sweep:beta_mu=inf"):
+        with pytest.raises(SystemExit):
+            script.parse_args(["--model-recovery-population", item])
+        assert f"item {item!r} is not MODEL:SITE=VALUE" in capsys.readouterr().err
+    assert script.parse_args(["--model-recovery-population", "positive:beta_mu=0, size:gamma_mu=-0.5"]
+                             ).model_recovery_population == {"positive": {"beta_mu": 0.0}, "size": {"gamma_mu": -0.5}}
+
+
 def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_ladder(script, tmp_path,
                                                                                       monkeypatch):
     from dataclasses import replace
