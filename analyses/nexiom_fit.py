@@ -20,7 +20,10 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
               ``ppc.json``, ``ppc_first_test.png``, ``ppc_set_size.png``, ``ppc_n_tests.png``, ``ppc_accuracy.png``,
               ``ppc_top_eig.png``
 ``recovery``  parameter recovery at the NUTS-fitted population values: ``recovery_*.csv``, ``recovery.json``
-``models``    model recovery (simulate from each model, fit all, pick by held-out score): ``confusion.csv``
+``models``    model recovery (simulate from each model, fit all, pick by held-out score): ``model_recovery.csv``,
+              ``confusion.csv``, ``confusion_1se.csv`` (a rerun adds only missing data sets);
+              ``--model-recovery-true`` / ``--model-recovery-population`` simulate chosen models at stated
+              group-level values, on the same worlds and seeds (how strong must a strategy be to be recovered?)
 
 Run ``python analyses/nexiom_fit.py --help``. ``--data FOLDER`` fits any folder in the documented schema
 (``participants.csv`` + ``tests.csv``); the shipped Nexiom data by default. ``--smoke`` runs in seconds.
