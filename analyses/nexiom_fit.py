@@ -670,7 +670,8 @@ def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: di
         cm = get_model(true, cfg.judgement)
         for k in range(cfg.model_recovery_datasets):
             # drawn even when skipped (resumed, or not a generating model now), so every data set has the worlds
-            # and seed it has in a whole run: runs with other --model-recovery-population values are paired
+            # and seed it has in a whole run with the same --model-recovery-datasets (one sequence over models and
+            # data sets: another count draws other worlds): runs with other population values are paired
             worlds = _worlds(data, len(data), rng)
             if true not in pops:
                 continue
