@@ -23,7 +23,8 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
 ``models``    model recovery (simulate from each model, fit all, pick by held-out score): ``model_recovery.csv``,
               ``confusion.csv``, ``confusion_1se.csv`` (a rerun adds only missing data sets);
               ``--model-recovery-true`` / ``--model-recovery-population`` simulate chosen models at stated
-              group-level values, on the same worlds and seeds (how strong must a strategy be to be recovered?)
+              group-level values, on the worlds and seeds of a whole run with the same
+              ``--model-recovery-datasets`` (how strong must a strategy be to be recovered?)
 
 Run ``python analyses/nexiom_fit.py --help``. ``--data FOLDER`` fits any folder in the documented schema
 (``participants.csv`` + ``tests.csv``); the shipped Nexiom data by default. ``--smoke`` runs in seconds.
@@ -738,6 +739,11 @@ def run(cfg: Config) -> dict:
     return res
 
 
+def _model_names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of choice models; commas inside ``+shared(a,b)`` belong to the model name."""
+    return tuple(m.strip() for m in re.split(r",(?![^()]*\))", text))
+
+
 def parse_args(argv: list[str]) -> Config:
     ap = argparse.ArgumentParser(prog="nexiom_fit.py", description=__doc__.split("\n\n")[0],
                                  epilog="Stages: " + ", ".join(STAGES) + ". See docs/human-data.md.")
@@ -788,13 +794,9 @@ def parse_args(argv: list[str]) -> Config:
         over["nuts_shared"] = tuple(p.strip() for p in a.nuts_shared.split(",") if p.strip())
     if a.stages:
         over["stages"] = tuple(a.stages.split(","))
-    if a.models:
-        # commas inside "+shared(a,b)" belong to the model name
-        over["models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.models))
-    if a.model_recovery_models:
-        over["model_recovery_models"] = tuple(m.strip() for m in re.split(r",(?![^()]*\))", a.model_recovery_models))
-    if a.model_recovery_true:
-        over["model_recovery_true"] = tuple(m.strip() for m in a.model_recovery_true.split(",") if m.strip())
+    for k in ("models", "model_recovery_models", "model_recovery_true"):
+        if getattr(a, k):
+            over[k] = _model_names(getattr(a, k))
     if a.model_recovery_population:
         pop: dict[str, dict[str, float]] = {}
         for item in a.model_recovery_population.split(","):
