@@ -21,7 +21,8 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
               ``ppc_top_eig.png``
 ``recovery``  parameter recovery at the NUTS-fitted population values: ``recovery_*.csv``, ``recovery.json``
 ``models``    model recovery (simulate from each model, fit all, pick by held-out score): ``model_recovery.csv``,
-              ``confusion.csv``, ``confusion_1se.csv`` (a rerun adds only missing data sets);
+              ``confusion.csv``, ``confusion_1se.csv``, and their inversions P(generator | pick)
+              ``inversion.csv``, ``inversion_1se.csv`` (a rerun adds only missing data sets);
               ``--model-recovery-true`` / ``--model-recovery-population`` simulate chosen models at stated
               group-level values, on the worlds and seeds of a whole run with the same
               ``--model-recovery-datasets`` (how strong must a strategy be to be recovered?)
@@ -578,7 +579,14 @@ def _heldout_job(cfg: Config, data: TrialData, models, folds: int, split_seed: i
 def _population_label(values: dict[str, float] | None) -> str:
     """How a generating population was set, as written in ``model_recovery.csv``: ``"fitted"`` (to the people)
     or the replaced group-level values, e.g. ``"beta_mu=0"``."""
-    return ";".join(f"{k}={v:g}" for k, v in sorted(values.items())) if values else "fitted"
+    return ";".join(f"{k}={_exact(v)}" for k, v in sorted(values.items())) if values else "fitted"
+
+
+def _exact(v: float) -> str:
+    """``v`` as short as it reads (``0``, ``-0.693147``) but never rounded: two values that differ in any digit
+    get different labels, so a resumed run cannot mistake one population for another."""
+    short = f"{v:g}"
+    return short if float(short) == v else repr(v)
 
 
 def _override_populations(pops: dict[str, dict], over: dict[str, dict]) -> dict[str, dict]:
@@ -656,9 +664,22 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
         generating = [m for m in models if m in set(df["true"])]
         conf = pd.crosstab(df["true"], df[col]).reindex(index=generating, columns=list(models), fill_value=0)
         conf.to_csv(out / name)
+        inv = _inversion(conf)
+        inv.to_csv(out / name.replace("confusion", "inversion"))
         res["model_recovery"][col] = {"confusion": conf.to_dict("index"),
                                       "recovered_share": {m: float(conf.loc[m, m] / conf.loc[m].sum())
-                                                          for m in generating}}
+                                                          for m in generating},
+                                      "inversion": inv.to_dict("index")}
+
+
+def _inversion(conf: pd.DataFrame) -> pd.DataFrame:
+    """P(generating model | picked model) from a confusion table of counts (rows: generating model, columns:
+    picked), each generating model equally likely a priori (the inversion matrix of Wilson & Collins, 2019): what a
+    pick on real data says about its generator. Rows are normalised first, so a model simulated more often does
+    not weigh more; rows of the result are the models picked at least once, columns the generating models."""
+    picked_given_true = conf.div(conf.sum(axis=1), axis=0)
+    picked_given_true = picked_given_true.loc[:, picked_given_true.sum(axis=0) > 0]
+    return (picked_given_true / picked_given_true.sum(axis=0)).T
 
 
 def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: dict, rng, rows: list, done: set,

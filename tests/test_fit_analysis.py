@@ -48,8 +48,8 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
                  "nuts_summary.csv", "nuts_diagnostics.json", "participants.csv", "idata.nc", "rank.png",
                  "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
                  "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
-                 "recovery_group.csv", "confusion.csv", "confusion_1se.csv", "results.json", "crossval.csv",
-                 "crossval_participants.csv", "nuts_all.csv"):
+                 "recovery_group.csv", "confusion.csv", "confusion_1se.csv", "inversion.csv", "inversion_1se.csv",
+                 "results.json", "crossval.csv", "crossval_participants.csv", "nuts_all.csv"):
         assert (out / name).is_file(), name
     res = json.loads((out / "results.json").read_text())
     assert res["n_participants"] == 12 and res["data"] == str(folder)
@@ -167,6 +167,26 @@ def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(s
     se = {"random": 0.0, "naive": 0.25, "size": 0.02}
     assert script._one_se_pick(nats, se, order) == "size"
     assert script._one_se_pick({**nats, "size": 1.03}, se, order) == "naive"  # 0.03 > its SE 0.02: size out
+
+
+def test_inversion_gives_the_generator_given_the_pick_with_equal_prior_on_generators(script):
+    # A simulated 5 times (picked A 4, B 1), B 10 times (A 2, B 8): P(pick | true) is 0.8 / 0.2 and 0.2 / 0.8,
+    # so with generators equally likely P(true A | picked A) = 0.8 / (0.8 + 0.2) = 0.8 -- not the raw column
+    # share 4 / 6 that B's extra data sets would give. C is never picked: no row; D generates nothing: no column.
+    conf = pd.DataFrame([[4, 1, 0, 0], [2, 8, 0, 0], [0, 5, 0, 0]], index=["A", "B", "C"], columns=list("ABCD"))
+    inv = script._inversion(conf)
+    assert list(inv.index) == ["A", "B"] and list(inv.columns) == ["A", "B", "C"]
+    # picked B: P(B | A) 0.2, P(B | B) 0.8, P(B | C) 1 -> posterior 0.2 / 2, 0.8 / 2, 1 / 2
+    np.testing.assert_allclose(inv.to_numpy(), [[0.8, 0.2, 0.0], [0.1, 0.4, 0.5]], rtol=1e-12)
+
+
+def test_population_labels_are_exact(script):
+    assert script._population_label(None) == "fitted"
+    assert script._population_label({"gamma_mu": -0.3, "beta_mu": 0.0}) == "beta_mu=0;gamma_mu=-0.3"
+    assert script._population_label({"beta_mu": -0.693147}) == "beta_mu=-0.693147"
+    # 6 significant digits would call these two the same population
+    a, b = script._population_label({"beta_mu": 0.1234561}), script._population_label({"beta_mu": 0.1234564})
+    assert a != b and float(a.split("=")[1]) == 0.1234561
 
 
 def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
