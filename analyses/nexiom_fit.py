@@ -25,7 +25,8 @@ Stages (``--stages``, default all, in this order; each writes its files under ``
               ``inversion.csv``, ``inversion_1se.csv`` (a rerun adds only missing data sets);
               ``--model-recovery-true`` / ``--model-recovery-population`` simulate chosen models at stated
               group-level values, on the worlds and seeds of a whole run with the same
-              ``--model-recovery-datasets`` (how strong must a strategy be to be recovered?)
+              ``--model-recovery-datasets`` (how strong must a strategy be to be recovered?);
+              ``--model-recovery-participants N`` simulates data sets of N participants (how many would it take?)
 
 Run ``python analyses/nexiom_fit.py --help``. ``--data FOLDER`` fits any folder in the documented schema
 (``participants.csv`` + ``tests.csv``); the shipped Nexiom data by default. ``--smoke`` runs in seconds.
@@ -115,6 +116,9 @@ class Config:
     # {"positive": {"beta_mu": 0.0}}: median beta exp(0) = 1): how strong must a strategy be for this design to
     # recover it? (docs/human-data.md "Model recovery")
     model_recovery_population: dict = field(default_factory=dict)
+    # simulated participants per model-recovery data set (None: as many as the people), their worlds resampled
+    # from the people's: how many participants would this design need to tell two models apart?
+    model_recovery_participants: int | None = None
     # processes fitting the model-recovery stage's models at once (1: in this process); each fit is seeded, so
     # the table does not depend on it beyond floating-point summation order
     workers: int = 1
@@ -605,14 +609,32 @@ def _override_populations(pops: dict[str, dict], over: dict[str, dict]) -> dict[
     return out
 
 
-def _resumable_rows(path: Path, models, folds: int, datasets: int, labels: dict[str, str]) -> list[dict]:
+def _participants_problem(n, folds: int, test_fraction: float) -> str | None:
+    """Why ``n`` simulated participants cannot be scored with ``folds`` (None if they can): every held-out part
+    (the ``test_fraction`` split when ``folds`` is 1) needs at least two participants."""
+    need = 2 * folds if folds > 1 else math.ceil(2 / test_fraction)
+    if isinstance(n, bool) or not isinstance(n, int) or n < need:
+        return (f"--model-recovery-participants must be an integer >= {need} with --model-recovery-folds {folds} "
+                f"(two participants in every held-out part), got {n!r}")
+    return None
+
+
+def _resumable_rows(path: Path, models, folds: int, datasets: int, labels: dict[str, str], participants: int,
+                    n_people: int) -> list[dict]:
     """Rows of an earlier (interrupted) model-recovery run in ``path`` to keep; an error if they were scored
     differently (other models or another ``--model-recovery-folds``) or simulated from another population of a
-    model generating data now (``labels``: model -> :func:`_population_label`), which would mix two experiments."""
+    model generating data now (``labels``: model -> :func:`_population_label`) or with another number of
+    participants, which would mix two experiments. Tables from before ``participants`` was a column simulated
+    as many participants as the people (``n_people``)."""
     if not path.exists():
         return []
     old = pd.read_csv(path, float_precision="round_trip")  # rewritten later: keep every digit
     old["population"] = old["population"].fillna("fitted") if "population" in old else "fitted"
+    old["participants"] = old["participants"].fillna(n_people).astype(int) if "participants" in old else n_people
+    was = sorted(set(old["participants"]) - {participants})
+    if was:
+        raise ValueError(f"{path} has data sets of {[int(n) for n in was]} simulated participants, not "
+                         f"--model-recovery-participants {participants}; use another --name")
     for m, label in labels.items():
         was = sorted(set(old.loc[old["true"] == m, "population"]) - {label})
         if was:
@@ -636,10 +658,15 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     if not set(true_models) <= set(models):
         raise ValueError(f"--model-recovery-true {sorted(set(true_models) - set(models))} are not among the "
                          f"fitted --model-recovery-models {list(models)}")
+    n_sim = len(data) if cfg.model_recovery_participants is None else cfg.model_recovery_participants
+    problem = _participants_problem(n_sim, cfg.model_recovery_folds, cfg.test_fraction)
+    if problem:
+        raise ValueError(problem)
     rng = np.random.default_rng(cfg.seed + 1)
     path = out / "model_recovery.csv"
     labels = {m: _population_label(cfg.model_recovery_population.get(m)) for m in true_models}
-    rows = _resumable_rows(path, models, cfg.model_recovery_folds, cfg.model_recovery_datasets, labels)
+    rows = _resumable_rows(path, models, cfg.model_recovery_folds, cfg.model_recovery_datasets, labels, n_sim,
+                           len(data))
     done = {(r["true"], int(r["dataset"])) for r in rows}
     pops = {m: _population(causalplay.fit(data, m, method="svi", svi=_svi(cfg), judgement=cfg.judgement,
                                           seed=cfg.seed)) for m in true_models}
@@ -648,7 +675,7 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     res["model_recovery_populations"]["simulated"] = pops
     executor = make_executor("process", cfg.workers) if cfg.workers > 1 else None
     try:
-        _recover_models(cfg, data, models, pops, labels, rng, rows, done, path, executor)
+        _recover_models(cfg, data, models, pops, labels, n_sim, rng, rows, done, path, executor)
     except BaseException:
         if executor is not None:
             executor.abort()  # Ctrl-C or a failed fit: stop the running fits now; the rows written are kept
@@ -659,7 +686,8 @@ def stage_models(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
     # picks follow from the stored scores, so a resumed table is tabulated by the current rule
     df = pd.DataFrame([{**r, **_row_picks(r, models)} for r in rows])
     df.to_csv(path, index=False)
-    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds}
+    res["model_recovery"] = {"datasets_per_model": cfg.model_recovery_datasets, "folds": cfg.model_recovery_folds,
+                             "participants": n_sim}
     for col, name in (("picked", "confusion.csv"), ("picked_1se", "confusion_1se.csv")):
         generating = [m for m in models if m in set(df["true"])]
         conf = pd.crosstab(df["true"], df[col]).reindex(index=generating, columns=list(models), fill_value=0)
@@ -682,11 +710,11 @@ def _inversion(conf: pd.DataFrame) -> pd.DataFrame:
     return (picked_given_true / picked_given_true.sum(axis=0)).T
 
 
-def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: dict, rng, rows: list, done: set,
-                    path: Path, executor) -> None:
-    """The model-recovery data sets of the generating models (the keys of ``pops``), each row appended to ``rows``
-    and written to ``path`` once scored. With an executor every data set's fits are submitted first (so all
-    workers stay busy), then collected in order."""
+def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: dict, n_sim: int, rng, rows: list,
+                    done: set, path: Path, executor) -> None:
+    """The model-recovery data sets of the generating models (the keys of ``pops``), ``n_sim`` participants each,
+    each row appended to ``rows`` and written to ``path`` once scored. With an executor every data set's fits are
+    submitted first (so all workers stay busy), then collected in order."""
     jobs = []
     for true in models:
         cm = get_model(true, cfg.judgement)
@@ -694,7 +722,7 @@ def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: di
             # drawn even when skipped (resumed, or not a generating model now), so every data set has the worlds
             # and seed it has in a whole run with the same --model-recovery-datasets (one sequence over models and
             # data sets: another count draws other worlds): runs with other population values are paired
-            worlds = _worlds(data, len(data), rng)
+            worlds = _worlds(data, n_sim, rng)
             if true not in pops:
                 continue
             if (true, k) in done:
@@ -707,6 +735,7 @@ def _recover_models(cfg: Config, data: TrialData, models, pops: dict, labels: di
         scores = job()
         best = min(scores, key=lambda m: scores[m].nats_per_choice)
         row = {"true": true, "dataset": k, "folds": cfg.model_recovery_folds, "population": labels[true],
+               "participants": n_sim,
                **{f"nats_{m}": s.nats_per_choice for m, s in scores.items()},
                **{f"se_vs_best_{m}": paired_difference(s, scores[best])[1] for m, s in scores.items() if m != best}}
         rows.append({**row, **_row_picks(row, models)})
@@ -783,6 +812,9 @@ def parse_args(argv: list[str]) -> Config:
     ap.add_argument("--model-recovery-population", metavar="MODEL:SITE=VALUE,...", help="simulate MODEL with the "
                     "group-level SITE (a raw site of its fit, e.g. positive:beta_mu=0 for median beta 1) set to "
                     "VALUE instead of the value fitted to the people")
+    ap.add_argument("--model-recovery-participants", type=int, metavar="N", help="simulated participants per "
+                    "model-recovery data set, their worlds resampled from the people's (default: as many as the "
+                    "people)")
     ap.add_argument("--main-model", help="model for NUTS, PPC and recovery (default: "
                     "eig_sweep_single+shared(gamma,stop_a)); modifiers as in get_model")
     ap.add_argument("--judgement", choices=("sample", "softmax"), help="judgement model (default: softmax)")
@@ -805,7 +837,7 @@ def parse_args(argv: list[str]) -> Config:
     over = {"data": a.data, "n_objects": a.n_objects, "out_root": a.out, "name": a.name,
             "main_model": a.main_model, "judgement": a.judgement, "max_participants": a.max_participants,
             "recovery_method": a.recovery_method, "fit": a.fit, "nuts_target_accept": a.nuts_target_accept,
-            "nuts_dense_mass": a.nuts_dense_mass}
+            "nuts_dense_mass": a.nuts_dense_mass, "model_recovery_participants": a.model_recovery_participants}
     for k in ("svi_steps", "nuts_chains", "nuts_warmup", "nuts_draws", "ppc_replicas", "recovery_datasets",
               "model_recovery_datasets", "model_recovery_folds", "workers", "seed", "split_seed", "folds"):
         over[k] = getattr(a, k)
@@ -837,6 +869,11 @@ def parse_args(argv: list[str]) -> Config:
     if cfg.model_recovery_folds < 1:
         ap.error(f"--model-recovery-folds must be 1 (one held-out split) or more (K-fold CV), got "
                  f"{cfg.model_recovery_folds}")
+    if cfg.model_recovery_participants is not None:
+        problem = _participants_problem(cfg.model_recovery_participants, cfg.model_recovery_folds,
+                                        cfg.test_fraction)
+        if problem:
+            ap.error(problem)
     if a.data is not None and not Path(a.data).is_dir():
         ap.error(f"--data {a.data!r} is not a folder")
     return cfg

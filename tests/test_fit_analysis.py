@@ -2,6 +2,7 @@
 settings) and writes its tables and figures, and bad folders fail with a message naming the problem."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -276,6 +277,44 @@ def test_model_recovery_from_chosen_generating_models_and_population_values(scri
         assert f"item {item!r} is not MODEL:SITE=VALUE" in capsys.readouterr().err
     assert script.parse_args(["--model-recovery-population", "positive:beta_mu=0, size:gamma_mu=-0.5"]
                              ).model_recovery_population == {"positive": {"beta_mu": 0.0}, "size": {"gamma_mu": -0.5}}
+
+
+def test_model_recovery_simulates_the_stated_number_of_participants(script, tmp_path, capsys, monkeypatch):
+    base = ["--smoke", "--stages", "models", "--out", str(tmp_path), "--model-recovery-true", "eig_sweep"]
+    script.main(base + ["--name", "default"])
+    default = pd.read_csv(tmp_path / "default" / "model_recovery.csv")
+    assert list(default["participants"]) == [12]  # smoke: the people's first 12
+    # 30 simulated participants: the data set scored by 3-fold CV has 30, and 30 is written in the table and in
+    # results.json
+    n = 30
+    cfg = replace(script.SMOKE, model_recovery_true=("eig_sweep",), model_recovery_participants=n,
+                  model_recovery_folds=3, out_root=str(tmp_path), name="n30", stages=("models",))
+    seen, real = [], script._heldout_job
+
+    def spy(cfg_, data, models, folds, split_seed, executor=None):
+        seen.append((len(data), folds))
+        return real(cfg_, data, models, folds, split_seed, executor)
+
+    monkeypatch.setattr(script, "_heldout_job", spy)
+    res = script.run(cfg)
+    assert seen == [(n, 3)]
+    assert res["model_recovery"]["participants"] == n
+    tab = pd.read_csv(tmp_path / "n30" / "model_recovery.csv")
+    assert list(tab["participants"]) == [n]
+    # a resumed run refuses to mix data sets of another size, including a table written before the column
+    with pytest.raises(ValueError, match="of \\[30\\] simulated participants, not --model-recovery-participants 24"):
+        script.run(replace(cfg, model_recovery_participants=24))
+    default.drop(columns="participants").to_csv(tmp_path / "default" / "model_recovery.csv", index=False)
+    with pytest.raises(ValueError, match="of \\[12\\] simulated participants, not --model-recovery-participants 30"):
+        script.main(base + ["--name", "default", "--model-recovery-participants", "30"])
+    # too few to hold out two participants in every part: refused by the command line and by the stage
+    for args, need in ((["--model-recovery-participants", "7"], 8),
+                       (["--model-recovery-participants", "5", "--model-recovery-folds", "3"], 6)):
+        with pytest.raises(SystemExit):
+            script.parse_args(args)
+        assert f"--model-recovery-participants must be an integer >= {need}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="must be an integer >= 6 with --model-recovery-folds 3 .* got 5"):
+        script.run(replace(cfg, name="n5", model_recovery_participants=5))
 
 
 def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_ladder(script, tmp_path,
