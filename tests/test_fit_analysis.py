@@ -319,7 +319,6 @@ def test_model_recovery_simulates_the_stated_number_of_participants(script, tmp_
 
 def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_ladder(script, tmp_path,
                                                                                       monkeypatch):
-    from dataclasses import replace
     from types import SimpleNamespace
 
     import arviz
