@@ -111,6 +111,25 @@ def test_svi_fit_idata_score_simulate(split, fits, tmp_path):
         load_fit(f.idata, held)
 
 
+def test_idata_is_built_on_first_use_and_scoring_does_not_need_it(split):
+    """Cross-validation and model recovery only score held-out participants: the ArviZ conversion (a fifth of a
+    fit-and-score, benchmarks/bench_fit.py) is deferred until ``Fit.idata`` is read, then kept; the scores are
+    the same either way, and the deferred idata equals the conversion of the same draws done by hand."""
+    from causalplay.fitting.convert import to_idata
+
+    data, held = split
+    f = causalplay.fit(data, model="random", method="svi", svi=FAST, seed=2)
+    before = f.score(held, n_draws=50, n_new=2, seed=1)
+    assert f._idata is None  # scoring never built it
+    idata = f.idata
+    assert f.idata is idata  # built once
+    want = to_idata(f.par, f.feats, f.raw, True, None, data)
+    np.testing.assert_array_equal(idata.log_likelihood["choice"].values, want.log_likelihood["choice"].values)
+    np.testing.assert_array_equal(idata.posterior["stop_a"].values, want.posterior["stop_a"].values)
+    after = f.score(held, n_draws=50, n_new=2, seed=1)
+    pd.testing.assert_series_equal(before.per_participant, after.per_participant, check_exact=True)
+
+
 def _random_model_log_lik(theta: dict, s: int, p: int, n_tests: int) -> float:
     """log P(one participant's choices) under `random` with stop_h = 0, written out by hand: each test picks
     one of 16 sets (log 1/16) and goes on with P(go) = sigmoid(-z_t) (none before the first test); the stop has

@@ -190,10 +190,12 @@ class Fit:
     data : causalplay.data.TrialData -- the fitted participants
     feats : Features
     raw : dict site -> Tensor ``[chains, draws, ...]`` (Pyro naming)
-    idata : arviz.InferenceData -- ``posterior`` (dims participant), ``log_likelihood`` (choice, judgement),
-        ``observed_data``, ``constant_data`` (true_blickets: participant x object), ``sample_stats`` (NUTS)
     seconds, cpu_seconds : float -- wall and CPU time of the sampling (CPU summed over chain processes)
     judgements : bool -- whether the judgements were in the likelihood
+    diverging : ndarray ``[chains, draws]`` of bool, or None -- NUTS's divergent transitions
+    idata : arviz.InferenceData -- ``posterior`` (dims participant), ``log_likelihood`` (choice, judgement),
+        ``observed_data``, ``constant_data`` (true_blickets: participant x object), ``sample_stats`` (NUTS);
+        built from ``raw`` on first use
     """
 
     model: ChoiceModel
@@ -204,11 +206,23 @@ class Fit:
     data: TrialData
     feats: Features
     raw: dict
-    idata: az.InferenceData
     seconds: float
     cpu_seconds: float
     judgements: bool = True
+    diverging: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+    _idata: az.InferenceData | None = field(default=None, repr=False)
+
+    @property
+    def idata(self) -> az.InferenceData:
+        """The fit as ArviZ InferenceData, converted on first use: scoring held-out participants (cross-validation,
+        model recovery) never needs it, and the pointwise log-likelihood it holds costs about a fifth of an SVI
+        fit-and-score."""
+        if self._idata is None:
+            from .convert import to_idata
+
+            self._idata = to_idata(self.par, self.feats, self.raw, self.judgements, self.diverging, self.data)
+        return self._idata
 
     @property
     def hierarchical(self) -> bool:
@@ -341,7 +355,6 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     Fit
     """
     from ..data import TrialData
-    from .convert import to_idata
 
     if not isinstance(data, TrialData):
         raise TypeError(f"data must be causalplay.data.TrialData (see load_trials), got {type(data).__name__}")
@@ -374,8 +387,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     seconds = time.perf_counter() - t0
     cpu = (time.process_time() - c0) + (child_cpu if method == "nuts" and nuts.n_workers() > 1 else 0.0)
     extra["load_average"] = os.getloadavg()
-    idata = to_idata(par, feats, raw, judgements, diverging, data)
-    f = Fit(cm, par, method, options, learner, data, feats, raw, idata, seconds, cpu, judgements, extra)
+    f = Fit(cm, par, method, options, learner, data, feats, raw, seconds, cpu, judgements, diverging, extra)
     if method == "nuts" and warn:
         f.diagnostics(warn=True)
     return f
@@ -407,4 +419,4 @@ def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, 
     raw = {k: torch.as_tensor(idata.posterior[k].values) for k in names}
     method = "nuts" if "sample_stats" in idata.groups() else "svi"
     return Fit(cm, par, method, NUTSOptions() if method == "nuts" else SVIOptions(), learner, data, feats, raw,
-               idata, float("nan"), float("nan"), "judgement" in idata.log_likelihood, {"loaded": True})
+               float("nan"), float("nan"), "judgement" in idata.log_likelihood, extra={"loaded": True}, _idata=idata)
