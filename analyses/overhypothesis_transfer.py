@@ -89,7 +89,7 @@ def pattern(cfg: Config) -> pd.DataFrame:
 
 def _prior_only(post):
     """The sigmoid posterior replaced by its prior (the grid's prior mass), for the no-training row."""
-    from causalplay.overhypothesis import sigmoid_grid
+    from causalplay.core.overhypothesis import sigmoid_grid
 
     gb, gg, glp = sigmoid_grid(None, post.info["grid"], post.info["grid_width"])
     post.log_w = glp[None, :].to(post.log_w)
@@ -100,7 +100,7 @@ def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmu
                svi_steps: int = 1000) -> pd.DataFrame:
     """Exact vs NUTS vs SVI posterior mean and sd of the shared parameters on synthetic sequences (N = 3,
     K = 4 machines of 6 random trials, rule per sequence, noise ``cfg.noise``): one row per (form, sequence)."""
-    from causalplay.overhypothesis import SequenceBatch
+    from causalplay.core.overhypothesis import SequenceBatch
 
     rng = np.random.default_rng(cfg.seed)
     B, K, T, N = n_sequences, 4, 6, 3

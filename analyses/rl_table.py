@@ -119,7 +119,7 @@ def score(cfg: Config, runs: dict[str, Path], env: str, out: Path) -> pd.DataFra
 
 
 def summarise(cfg: Config, runs: dict[str, Path], df: pd.DataFrame) -> pd.DataFrame:
-    from causalplay.bench.metrics import mean_ci
+    from causalplay.core.metrics import mean_ci
 
     rows = []
     for row in dict.fromkeys(row_of(n) for n in runs):

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from causalplay.api import make_spec
-from causalplay.exact import log_posterior
-from causalplay.history import History, HistoryBatch
-from causalplay.spec import HypothesisSpace
-from causalplay.svi import SVIOptions, svi_fit
+from causalplay.learners.api import make_spec
+from causalplay.core.exact import log_posterior
+from causalplay.core.history import History, HistoryBatch
+from causalplay.core.spec import HypothesisSpace
+from causalplay.learners.svi import SVIOptions, svi_fit
 
 
 @dataclass

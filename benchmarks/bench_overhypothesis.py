@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from causalplay.overhypothesis import SequenceBatch, infer_overhypothesis
+from causalplay.core.overhypothesis import SequenceBatch, infer_overhypothesis
 
 
 def synthetic(B: int, K: int, T: int, N: int, seed: int = 0, noise: float = 0.05) -> SequenceBatch:

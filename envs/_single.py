@@ -7,7 +7,7 @@ import dataclasses
 import gymnasium as gym
 import numpy as np
 
-from causalplay.rules import Rule, make_rule
+from causalplay.core.rules import Rule, make_rule
 
 from .sampling import OBJECT_POOL
 from .task import validate_action

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from gymnasium import spaces
 
-from causalplay.rules import Rule
+from causalplay.core.rules import Rule
 
 from ._single import _box, _numpy_obs, _rules, _Single
 from .core import OBS_MODES, BlicketBatch, TaskConfig
@@ -62,7 +62,7 @@ class BlicketEnv(_Single):
 
     ## Description
     ``N`` objects (9 in IVRE/EST), some of them blickets; a machine lights up according to a rule
-    (:mod:`causalplay.rules`). The agent first sees ``C`` context panels (4), then proposes trials; at every
+    (:mod:`causalplay.core.rules`). The agent first sees ``C`` context panels (4), then proposes trials; at every
     step it also states its belief about which objects are blickets. Follows IVRE (Xu, Jiang et al., 2023)
     and its earlier version EST; the batched torch engine underneath is
     :class:`causalplay.envs.core.BlicketBatch` (``B = 1`` here, same code path), and

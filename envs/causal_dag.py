@@ -15,65 +15,12 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from causalplay.core.dag import GOAL_ROLE, LEAK, ROLE_NAMES, TARGET_ROLE, leaky, leaky_inv, simulate
+
 from .task import ObsField, ObsLayout
 
 __all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
            "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive"]
-
-#: The paper's variable names; roles ``A..E`` of the 5-variable SCM.
-ROLE_NAMES = ("A", "B", "C", "D", "E")
-#: Role index of the goal variable ``E`` and of the test intervention target ``D``.
-GOAL_ROLE, TARGET_ROLE = 4, 3
-LEAK = 0.2
-
-
-def leaky(z: torch.Tensor) -> torch.Tensor:
-    """Leaky ReLU with slope 0.2 below zero."""
-    return torch.nn.functional.leaky_relu(z, LEAK)
-
-
-def leaky_inv(x: torch.Tensor) -> torch.Tensor:
-    """Inverse of :func:`leaky` (a bijection of the reals)."""
-    return torch.where(x >= 0, x, x / LEAK)
-
-
-def simulate(W: torch.Tensor, eps: torch.Tensor, do_idx: torch.Tensor | None = None,
-             do_val: torch.Tensor | None = None, linear: bool = False) -> torch.Tensor:
-    """Values of an SCM ``x_j = f(sum_p W[p, j] x_p + eps_j)`` under ``do(x_{do_idx} = do_val)``.
-
-    Parameters
-    ----------
-    W : Tensor ``[..., N, N]``
-        ``W[..., p, j]`` is the weight of the edge ``p -> j`` (0 where there is no edge); must be acyclic.
-    eps : Tensor ``[..., S, N]``
-        ``S`` draws of the exogenous noise per batch element.
-    do_idx, do_val : Tensor ``[..., S]`` (or ``[..., 1]``, shared by the draws), optional
-        Index of the intervened variable (``-1``: none) and its value.
-    linear : bool
-        ``f`` = identity if True, else leaky ReLU (0.2).
-
-    Returns
-    -------
-    Tensor ``[..., S, N]``
-    """
-    N = W.shape[-1]
-    f = (lambda z: z) if linear else leaky
-    x = torch.zeros_like(eps, dtype=W.dtype)
-    clamp = None
-    if do_idx is not None:
-        onehot = (torch.nn.functional.one_hot(do_idx.clamp_min(0), N) * (do_idx >= 0)[..., None]).to(W.dtype)
-        clamp = (1.0 - onehot, onehot * do_val[..., None].to(W.dtype))
-    lead = torch.broadcast_shapes(W.shape[:-2], eps.shape[:-2])
-    S = eps.shape[-2]
-    Wb = W.expand(*lead, N, N).reshape(-1, N, N)  # bmm: far cheaper than broadcasting matmul on small matrices
-    x = x.expand(*lead, S, N)
-    eps = eps.expand(*lead, S, N)
-    for _ in range(N):  # N sweeps reach the fixed point of any DAG on N nodes
-        x = f(torch.bmm(x.reshape(-1, S, N), Wb).view(*lead, S, N) + eps)
-        if clamp is not None:
-            x = x * clamp[0] + clamp[1]
-    return x
-
 
 def structure_key(parents: np.ndarray) -> str:
     """A stable text key of a 5-role structure (adjacency ``[5, 5]``, ``parents[p, j]`` = edge p -> j),
@@ -266,7 +213,7 @@ class CausalDAGBatch:
         cfg = self.config
         if cfg.fold is None:
             return sample_structures(self.rng, m, cfg.split)
-        from causalplay.bench.metrics import assign_split
+        from causalplay.core.metrics import assign_split
 
         out = np.zeros((m, 5, 5), dtype=bool)
         todo = np.arange(m)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from causalplay.rules import Rule
+from causalplay.core.rules import Rule
 
 from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
 from .reward import _ivre_jsd, ivre_jsd, jsd

@@ -1,9 +1,9 @@
 """The Blicket machine and the oracle: how a trial lights the machine, and what an ideal observer knows.
 
-The machine's response comes from :meth:`causalplay.rules.Rule.p_lit` -- the one place the likelihood lives,
+The machine's response comes from :meth:`causalplay.core.rules.Rule.p_lit` -- the one place the likelihood lives,
 shared with the Pyro models and the exact engine. The oracle is the blicket marginal under a uniform prior
 over all ``2^N`` sets and the episode's true rule (for a deterministic rule: the fraction of assignments
-consistent with the panels that contain the object), computed with :func:`causalplay.exact.observe`.
+consistent with the panels that contain the object), computed with :func:`causalplay.core.exact.observe`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import functools
 import numpy as np
 import torch
 
-from causalplay.rules import Rule
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.rules import Rule
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["ORACLE_DTYPE", "oracle_space", "p_lit", "machine_lit", "Oracle"]
 

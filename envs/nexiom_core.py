@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from causalplay.rules import make_rule
+from causalplay.core.rules import make_rule
 
 from .machine import machine_lit
 from .task import ObsLayout, RewardSpec, as_rows, batch_action

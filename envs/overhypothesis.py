@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from causalplay.rules import make_rule
+from causalplay.core.rules import make_rule
 
 from ._single import _box, _numpy_obs, _Single
 from .core import BlicketBatch

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from causalplay.exact import log_likelihood
-from causalplay.rules import Rule, make_rule
+from causalplay.core.exact import log_likelihood
+from causalplay.core.rules import Rule, make_rule
 
 from .machine import oracle_space, p_lit
 from .task import RewardSpec

@@ -3,7 +3,7 @@
 ``blicket_model(trials, lit, mask, spec=...)`` draws, for each episode, a rule (overhypothesis) and a set of
 blickets, then the machine's response to every trial. This is the *enumerable* form: the blicket set is one
 categorical choice among the ``S`` sets the prior allows (integer-code order, as in
-:class:`causalplay.spec.HypothesisSpace`). The per-object form for worlds too large to enumerate is
+:class:`causalplay.core.spec.HypothesisSpace`). The per-object form for worlds too large to enumerate is
 :mod:`causalplay.models.blicket_objects`; tests check both forms give the same joint density.
 
 Sample sites
@@ -17,9 +17,9 @@ site             distribution                                  support          
 ``lit``          ``Bernoulli(P(lit | rule, k_t))``, observed   ``{0, 1}``           ``[B, T]``
 ===============  ============================================  ===================  ===============
 
-``prior`` is ``spec.set_prior()`` (:class:`causalplay.priors.BlicketSetPrior`). Plates: ``episodes`` (size
+``prior`` is ``spec.set_prior()`` (:class:`causalplay.core.priors.BlicketSetPrior`). Plates: ``episodes`` (size
 ``B``, dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of blickets among the objects of trial
-``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.rules`, the one place the likelihood is written. ``rule``
+``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.core.rules`, the one place the likelihood is written. ``rule``
 and ``blicket_set`` are marked for parallel enumeration, so Pyro's own ``TraceEnum_ELBO.compute_marginals``
 computes exact posteriors -- the reference the exact engine is tested against. Padding (``mask=False``)
 contributes nothing.
@@ -31,15 +31,18 @@ each candidate trial of ``design [..., N]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyro
 import pyro.distributions as dist
 import torch
 
-from causalplay.exact import log_posterior
-from causalplay.history import History, HistoryBatch, vectors_to_codes
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.eig import eig_bits
+from causalplay.core.exact import log_posterior
+from causalplay.core.history import History, HistoryBatch, vectors_to_codes
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
-__all__ = ["blicket_model", "BlicketWorld"]
+__all__ = ["blicket_model", "BlicketWorld", "exact_eig", "labels_to_target"]
 
 
 def blicket_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: torch.Tensor | None = None,
@@ -155,3 +158,49 @@ class BlicketWorld:
         k = (design.to(space.dtype) * blickets).sum(-1)
         p = space.lit_table[rule, k.round().long()]
         return pyro.sample("lit", dist.Bernoulli(probs=p))
+
+
+def labels_to_target(target_labels: str | Sequence[str]) -> str:
+    """Map Pyro-style target labels (site names ``"blickets"``, ``"rule"``) to an EIG target."""
+    labels = {target_labels} if isinstance(target_labels, str) else set(target_labels)
+    if labels == {"blickets", "rule"}:
+        return "joint"
+    if labels == {"blickets"}:
+        return "blickets"
+    if labels == {"rule"}:
+        return "rule"
+    raise ValueError(f"target_labels must be 'blickets', 'rule' or both, got {target_labels!r}")
+
+
+def exact_eig(model, design: torch.Tensor, observation_labels: str | Sequence[str] = "lit",
+              target_labels: str | Sequence[str] = ("blickets", "rule")) -> torch.Tensor:
+    """Exact EIG (bits) with the call shape of ``pyro.contrib.oed.eig.nmc_eig``.
+
+    Parameters
+    ----------
+    model : BlicketWorld
+        A world model bound to a WorldSpec and the history seen so far (see :mod:`causalplay.models.blicket`).
+    design : Tensor ``[D, N]``
+        Candidate trials (0/1).
+    observation_labels : "lit"
+        The observed site of the next trial.
+    target_labels : "blickets", "rule" or both
+        What the information is about.
+
+    Returns
+    -------
+    Tensor ``[D]`` (or ``[B, D]`` when the model holds a batch of histories).
+
+    Notes
+    -----
+    ``pyro.contrib.oed.eig.nmc_eig`` returns nats; multiply by ``ln 2`` to compare.
+    """
+    if not isinstance(model, BlicketWorld):
+        raise TypeError(f"exact_eig needs a causalplay.models.blicket.BlicketWorld, got {type(model).__name__}")
+    obs = {observation_labels} if isinstance(observation_labels, str) else set(observation_labels)
+    if obs != {"lit"}:
+        raise ValueError(f"observation_labels must be 'lit', got {observation_labels!r}")
+    target = labels_to_target(target_labels)
+    log_w = model.log_posterior()
+    out = eig_bits(model.space, log_w, design.to(model.space.dtype), target)
+    return out[0] if model.batch is None or model.batch.batch_size == 1 else out

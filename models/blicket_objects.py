@@ -16,7 +16,7 @@ site          distribution                                    support           
 ============  ==============================================  ==================  ===============
 
 Plates: ``episodes`` (dim -2), ``trials`` (dim -1). With ``noise_prior`` the rules' own noise is replaced by the
-sampled ``noise`` (:func:`causalplay.rules.apply_noise` on the noiseless response ``rule.base(k)``).
+sampled ``noise`` (:func:`causalplay.core.rules.apply_noise` on the noiseless response ``rule.base(k)``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pyro
 import pyro.distributions as dist
 import torch
 
-from causalplay.rules import apply_noise
-from causalplay.spec import WorldSpec
+from causalplay.core.rules import apply_noise
+from causalplay.core.spec import WorldSpec
 
 __all__ = ["blicket_objects_model"]
 

@@ -1,7 +1,7 @@
 """The causal-DAG world (Lampinen et al. 2023) as a Pyro model -- the spec the conjugate engine answers to.
 
 ``causal_dag_model(x, do, mask, space=..., prior=..., linear=False)`` draws, for each episode, a structure
-from the uniform prior over the enumerated DAGs (:class:`causalplay.dag.structures.StructureSpace`), a noise
+from the uniform prior over the enumerated DAGs (:class:`causalplay.core.dag.StructureSpace`), a noise
 variance per variable and a weight per (variable, parent slot), and scores the observed values; rows in
 which a variable was intervened on do not score that variable (the do-operator).
 
@@ -25,7 +25,7 @@ an event dim), and an outer plate at dim -4 draws independent particles (as the 
 variable ``j``'s parent set in the drawn structure (``space.members``); slots without a member are drawn from
 the prior and unused, so they integrate out. ``x_pa`` are the observed parent values (all variables are
 observed). ``leaky`` is the leaky ReLU with leak 0.2 (the identity when ``linear``); its log-Jacobian is part
-of ``x``'s density. The exact engine :mod:`causalplay.dag.posterior` integrates ``noise_var`` and
+of ``x``'s density. The exact engine :mod:`causalplay.core.dag_posterior` integrates ``noise_var`` and
 ``weights`` in closed form (Normal-Inverse-Gamma); tests check it against importance sampling and SVI on
 this model.
 """
@@ -71,9 +71,9 @@ class LeakyReLUTransform(Transform):
 def causal_dag_model(x: torch.Tensor, do: torch.Tensor, mask: torch.Tensor, space, prior=None,
                      linear: bool = False) -> None:
     """The generative model (see the module docstring). ``x [B, R, n]``, ``do [B, R]`` (-1: observational),
-    ``mask [B, R]`` bool; ``space`` a :class:`~causalplay.dag.structures.StructureSpace`, ``prior`` a
-    :class:`~causalplay.dag.posterior.NIGPrior`."""
-    from causalplay.dag.posterior import NIGPrior
+    ``mask [B, R]`` bool; ``space`` a :class:`~causalplay.core.dag.StructureSpace`, ``prior`` a
+    :class:`~causalplay.core.dag_posterior.NIGPrior`."""
+    from causalplay.core.dag_posterior import NIGPrior
 
     prior = prior or NIGPrior()
     B, R, n = x.shape

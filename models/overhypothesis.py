@@ -25,12 +25,12 @@ site              distribution                                     support      
 
 Plates: ``sequences`` (size ``B``, one learner each, dim -3), ``episodes`` (size ``K``, dim -2), ``trials``
 (size ``T``, dim -1). ``prior`` is ``spec.set_prior()``: every episode draws a fresh blicket set from it, in
-the integer-code order of :class:`causalplay.spec.HypothesisSpace`. ``k_t`` is the number of blickets among the
-objects of trial ``t``. The rule table comes from :mod:`causalplay.rules` (``spec.lit_table``, noise included);
-the sigmoid form uses :func:`causalplay.rules.sigmoid_response` and then ``spec``'s noise
-(:func:`causalplay.rules.apply_noise`; ``noise`` is a fixed argument, not a latent). ``rule`` and
+the integer-code order of :class:`causalplay.core.spec.HypothesisSpace`. ``k_t`` is the number of blickets among the
+objects of trial ``t``. The rule table comes from :mod:`causalplay.core.rules` (``spec.lit_table``, noise included);
+the sigmoid form uses :func:`causalplay.core.rules.sigmoid_response` and then ``spec``'s noise
+(:func:`causalplay.core.rules.apply_noise`; ``noise`` is a fixed argument, not a latent). ``rule`` and
 ``blicket_set`` are marked for parallel enumeration, so ``TraceEnum_ELBO`` marginalises each episode exactly;
-:mod:`causalplay.overhypothesis` computes the same per-episode marginals with the exact engine (the tests check
+:mod:`causalplay.core.overhypothesis` computes the same per-episode marginals with the exact engine (the tests check
 the two log densities agree). Padding (``mask=False``) contributes nothing; an episode that is all padding
 contributes nothing either.
 """
@@ -42,8 +42,8 @@ import pyro.distributions as dist
 import torch
 from causalplay.models.sigmoid import SigmoidPrior
 
-from causalplay.rules import apply_noise, sigmoid_response
-from causalplay.spec import WorldSpec
+from causalplay.core.rules import apply_noise, sigmoid_response
+from causalplay.core.spec import WorldSpec
 
 __all__ = ["overhypothesis_model", "FORMS"]
 

@@ -16,43 +16,20 @@ site          distribution                                    support           
 ============  ==============================================  ==================  ===============
 
 Plates: ``episodes`` (dim -2), ``trials`` (dim -1). The response is
-:func:`causalplay.rules.sigmoid_response`, the same function the fixed-parameter
-:class:`causalplay.rules.Sigmoid` rule uses.
+:func:`causalplay.core.rules.sigmoid_response`, the same function the fixed-parameter
+:class:`causalplay.core.rules.Sigmoid` rule uses.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pyro
 import pyro.distributions as dist
 import torch
 
-from causalplay.priors import BlicketSetPrior
-from causalplay.rules import _check_probability, sigmoid_response
+from causalplay.core.priors import BlicketSetPrior, SigmoidPrior
+from causalplay.core.rules import sigmoid_response
 
 __all__ = ["SigmoidPrior", "sigmoid_model"]
-
-
-@dataclass(frozen=True)
-class SigmoidPrior:
-    """Priors of the sigmoid family. Defaults put most mass on 0.5 < bias < 1.5 and gains of 2-20.
-
-    The Lucas & Griffiths (2010) defaults: a learner unsure whether the machine is disjunctive- or
-    conjunctive-like.
-    """
-
-    bias_loc: float = 1.0
-    bias_scale: float = 0.5
-    gain_loc: float = 1.8  # exp(1.8) ~ 6
-    gain_scale: float = 0.6
-    blicket_prior: float = 1.0 / 3.0
-
-    def __post_init__(self) -> None:
-        _check_probability(self.blicket_prior, "blicket_prior")
-        for name in ("bias_scale", "gain_scale"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
 
 
 def sigmoid_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: torch.Tensor | None = None,

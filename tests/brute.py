@@ -1,6 +1,6 @@
 """An independent, deliberately naive reference: pure-Python enumeration with the rules written out by hand.
 
-Shares no code with causalplay (no torch, no causalplay.rules), so agreement is evidence, not tautology.
+Shares no code with causalplay (no torch, no causalplay.core.rules), so agreement is evidence, not tautology.
 """
 
 from __future__ import annotations

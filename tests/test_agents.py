@@ -11,7 +11,7 @@ from obs import panel_obs
 from causalplay.agents import AGENTS, EIGAgent, PlannerAgent, TaskInfo, make_agent, map_side_belief
 from causalplay.agents.notears import NotearsAgent
 from causalplay.agents.posterior import Posterior
-from causalplay.rules import conjunctive, disjunctive
+from causalplay.core.rules import conjunctive, disjunctive
 
 SMALL = TaskInfo(n_objects=4, horizon=6, n_context=0, rules=(disjunctive(),))
 

@@ -87,7 +87,7 @@ def test_metric_boundaries_and_errors_by_hand(monkeypatch):
     """The edges the tests above do not reach (found by mutation testing, docs/testing.md)."""
     import hashlib
 
-    import causalplay.bench.metrics as M
+    import causalplay.core.metrics as M
 
     np.testing.assert_allclose(success_curve(np.array([3]), 4), [0, 0, 1, 1])  # one episode is enough
     for bad in (np.array([]), np.ones((2, 2))):

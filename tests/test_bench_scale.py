@@ -506,7 +506,7 @@ def test_docs_cluster_section_example_runs():
 _WAIT_WITH_CTRL_C_IN_A_HELPER_THREAD = """
 import signal, threading, time
 from concurrent.futures import Future
-from causalplay._futures import wait_result
+from causalplay.core._futures import wait_result
 
 f = Future()
 late = threading.Timer(20, f.set_result, [None])  # the result comes, but far too late
@@ -540,7 +540,7 @@ def test_wait_result_returns_the_value_or_raises_the_tasks_error():
     from concurrent.futures import ThreadPoolExecutor
 
     import causalplay.bench.executors
-    from causalplay._futures import wait_result
+    from causalplay.core._futures import wait_result
 
     assert causalplay.bench.executors.wait_result is wait_result  # one helper, re-exported for the benchmark
     with ThreadPoolExecutor(1) as ex:

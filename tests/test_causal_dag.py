@@ -21,7 +21,7 @@ from causalplay.envs.causal_dag import (
 from gymnasium.utils.env_checker import check_env
 
 import causalplay  # noqa: F401  (registers the ids)
-from causalplay.dag.posterior import (
+from causalplay.core.dag_posterior import (
     Data,
     NIGPrior,
     eig,
@@ -32,7 +32,7 @@ from causalplay.dag.posterior import (
     structure_loglik,
     suff_stats,
 )
-from causalplay.dag.structures import ancestors, count_structures, enumerate_structures
+from causalplay.core.dag import ancestors, count_structures, enumerate_structures
 
 DAG_IDS = ["causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0"]
 
@@ -215,7 +215,7 @@ def test_structure_counts_against_brute_force():
     canon = {min(tuple(tuple(sorted(p[q] for q in c[p.index(j)])) for j in range(5))
                  for p in [list(x) + [3, 4] for x in itertools.permutations(range(3))])
              for c in (tuple(tuple(ps) for ps in c) for c in dags if not _is_anc(c, 3, 4))}
-    from causalplay.dag.structures import count_up_to_relabelling
+    from causalplay.core.dag import count_up_to_relabelling
 
     sp = enumerate_structures(5)
     tr = sp.adj.numpy()[~ancestors(sp.adj.numpy())[:, 3, 4]]
@@ -531,7 +531,7 @@ def test_bad_input_raises():
 
 
 def test_fold_restricts_structures_by_stable_hash():
-    from causalplay.bench.metrics import assign_split
+    from causalplay.core.metrics import assign_split
 
     b = make_batch("causalplay/CausalDAG-v0", 50, seed=0, fold="dev")
     b.reset()

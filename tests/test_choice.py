@@ -9,7 +9,7 @@ import torch
 from causalplay.models.choice import REGISTRY, LearnerConfig, available_models, build_features, get_model
 
 from causalplay.data import load_nexiom
-from causalplay.rules import make_rule
+from causalplay.core.rules import make_rule
 
 
 @pytest.fixture(scope="module")

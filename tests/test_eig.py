@@ -8,9 +8,9 @@ from causalplay.models.blicket import BlicketWorld
 from pyro.contrib.oed.eig import nmc_eig
 
 import causalplay
-from causalplay.api import make_spec
-from causalplay.eig import exact_eig
-from causalplay.history import History, all_trials
+from causalplay.learners.api import make_spec
+from causalplay.models.blicket import exact_eig
+from causalplay.core.history import History, all_trials
 
 RULES = ("disjunctive", "conjunctive")
 
@@ -73,8 +73,8 @@ def test_exact_eig_vs_pyro_nmc_eig():
 
 def test_transform_matches_matmul_at_n11_and_brute_at_n4():
     """The ranked subset-sum transform (auto for N >= 11) against the [H, D] predictive-table matmul."""
-    from causalplay.eig import count_distribution, eig_bits
-    from causalplay.spec import HypothesisSpace, WorldSpec
+    from causalplay.core.eig import count_distribution, eig_bits
+    from causalplay.core.spec import HypothesisSpace, WorldSpec
 
     space = HypothesisSpace.build(WorldSpec.from_options(11, noise=0.05, blicket_prior=0.3))
     rng = np.random.default_rng(0)
@@ -114,7 +114,7 @@ def test_single_history_eig_at_n16_is_bounded():
     e = b.eig()
     assert e.shape == (2**16 - 1,)
     codes = np.array([1, 2, 3, 4, 7, 255, 4096, 65535])
-    some = b.eig(causalplay.history.codes_to_vectors(codes, 16))
+    some = b.eig(causalplay.core.history.codes_to_vectors(codes, 16))
     np.testing.assert_allclose(e[codes - 1], some, atol=1e-12)
     best = b.best_trial()
     assert b.eig([list(best)])[0] == pytest.approx(e.max(), abs=1e-12)
@@ -126,7 +126,7 @@ def test_single_history_eig_at_n16_is_bounded():
 def test_one_history_fast_path_matches_brute_force(noise):
     # Beliefs.eig() with no candidates takes eig_one_joint (cached table, numpy entropy): check it against
     # the brute-force enumerator and the batched path, and that best_trial is the brute-force argmax.
-    from causalplay.eig import eig_bits, eig_one_joint
+    from causalplay.core.eig import eig_bits, eig_one_joint
 
     hist = [([0, 1], True), ([2], False), ([1, 3], noise == 0.0)]
     b = causalplay.infer(hist, 4, blicket_prior=0.3, noise=noise)
@@ -142,7 +142,7 @@ def test_one_history_fast_path_matches_brute_force(noise):
 
 
 def test_one_history_fast_path_scope():
-    from causalplay.eig import eig_bits, eig_one_joint
+    from causalplay.core.eig import eig_bits, eig_one_joint
 
     hist = [([0, 1], True), ([2], False)]
     # three thresholds, count prior, N = 10: the fast path, equal to the general one
@@ -178,7 +178,7 @@ def _brute_eig(hist, n, rules, noise, trials, target, p=0.3):
 def test_sigmoid_and_threshold3_spaces_match_brute_force_on_every_path(target, method):
     """A sigmoid rule (P(lit | k) and H_b(P(lit | k)) vary with k: the general entropy paths) and a three-rule
     threshold space (the transform's threshold layers), all trials and a shuffled subset, against enumeration."""
-    from causalplay.eig import eig_bits
+    from causalplay.core.eig import eig_bits
 
     sub = torch.as_tensor(all_trials(4)[[9, 0, 14, 5]])  # codes 10, 1, 15, 6: not in code order
     for rules, brute_rules in (((("disjunctive", SIG)), ["disjunctive", SIG_BRUTE]),
@@ -211,7 +211,7 @@ def test_sigmoid_and_threshold3_spaces_match_brute_force_on_every_path(target, m
 def test_one_rule_spaces_rule_target_is_zero_and_blickets_is_joint(method):
     """With one rule there is nothing to learn about the rule (EIG exactly 0), and the blicket set is the whole
     hypothesis (the transform accepts target='blickets'). Five episodes in chunks of two (max_memory)."""
-    from causalplay.eig import eig_bits
+    from causalplay.core.eig import eig_bits
 
     hs = [HIST, [], [([0], False)], [([1, 2], True), ([1], False)], [([3], True)]]
     bb = causalplay.infer_batch(hs, 4, rules="conjunctive", noise=0.1, blicket_prior=0.3)
@@ -228,7 +228,7 @@ def test_one_rule_spaces_rule_target_is_zero_and_blickets_is_joint(method):
 def test_transform_memory_budget_is_exact_and_chunks_episodes():
     """The transform keeps 3 R 2^N L floats per episode (L = the largest threshold m): a budget of exactly one
     episode works (episode by episode), one byte less is refused with the numbers in the message."""
-    from causalplay.eig import eig_bits
+    from causalplay.core.eig import eig_bits
 
     hs = [HIST, [([0], True)], [([2, 3], False), ([0, 2], True)]]
     bb = causalplay.infer_batch(hs, 4, noise=0.1, blicket_prior=0.3)
@@ -254,7 +254,7 @@ def test_transform_memory_budget_is_exact_and_chunks_episodes():
 def test_candidate_and_episode_chunks_cover_every_row_and_column():
     """Chunks of one candidate (tiny max_memory) and of one episode (max_elements=1, the blickets target) with
     more episodes (10) than hypotheses (8): every entry equals brute force, none is left unwritten."""
-    from causalplay.eig import eig_bits
+    from causalplay.core.eig import eig_bits
 
     rng = np.random.default_rng(3)
     hs = [[(np.flatnonzero(rng.random(2) < 0.5).tolist(), bool(rng.random() < 0.5)) for _ in range(2)]
@@ -271,8 +271,8 @@ def test_candidate_and_episode_chunks_cover_every_row_and_column():
 
 
 def test_float32_space_matches_brute_force():
-    from causalplay.eig import eig_bits
-    from causalplay.spec import HypothesisSpace
+    from causalplay.core.eig import eig_bits
+    from causalplay.core.spec import HypothesisSpace
 
     b = causalplay.infer(HIST, 4, noise=0.1, blicket_prior=0.3)
     s32 = HypothesisSpace.build(b.space.spec, dtype=torch.float32)
@@ -283,7 +283,7 @@ def test_float32_space_matches_brute_force():
                                    atol=2e-5, rtol=0)
     # the one-history fast path in float32, deterministic: trials with object 0 (a known blicket) light for sure
     # (P(lit) = 1, 0 bits); the entropy's log must use float32's tiny, not float64's (0 in float32: 0 * log 0)
-    from causalplay.eig import eig_one_joint
+    from causalplay.core.eig import eig_one_joint
 
     h = [([0, 1], True), ([0], True)]
     b = causalplay.infer(h, 4, blicket_prior=0.3)
@@ -299,7 +299,7 @@ class _Routed(Exception):
 def test_auto_method_picks_the_transform_by_its_operation_count(monkeypatch):
     """method='auto': the subset-sum transform from N = 11 when 4 N L 2^N < S D (L = the largest threshold m,
     or C + 1 for other rules), else the predictive-table matmul. Boundaries computed here by hand."""
-    import causalplay.eig as E
+    import causalplay.core.eig as E
 
     def spy(name):
         def f(*a, **k):
@@ -335,7 +335,7 @@ def test_transform_is_limited_to_n_40():
     """Closed form: one blicket among 40 (41) objects, known to be 0 or 1: testing 0 or 1 alone gives 1 bit,
     {0, 1, 2} always lights (0 bits). From N = 41 method='transform' falls back to the candidates' matmul; at
     N = 40 it is attempted and refused for memory."""
-    from causalplay.eig import eig_bits
+    from causalplay.core.eig import eig_bits
 
     for n in (40, 41):
         b = causalplay.infer([([0, 1], True)], n, n_blickets=[1])
@@ -350,7 +350,7 @@ def test_transform_is_limited_to_n_40():
 
 
 def test_binary_entropy_bits_by_hand_and_bad_arguments():
-    from causalplay.eig import binary_entropy_bits, check_target, eig_bits
+    from causalplay.core.eig import binary_entropy_bits, check_target, eig_bits
 
     p = torch.tensor([-1e-3, 0.0, 0.5, 0.1, 1.0, 1.001], dtype=torch.float64)
     h01 = -(0.1 * math.log2(0.1) + 0.9 * math.log2(0.9))
@@ -388,7 +388,7 @@ def test_exact_eig_targets_defaults_batches_and_errors():
     assert out.shape == (3,)
     np.testing.assert_allclose(out.numpy(), [brute.eig(prior, np.flatnonzero(t).tolist(), "joint", 0.1)
                                              for t in trials], atol=1e-12)
-    from causalplay.history import HistoryBatch
+    from causalplay.core.history import HistoryBatch
 
     two = HistoryBatch.from_histories([History.from_pairs(hist, 3), History.from_pairs([], 3)], 3)
     out = exact_eig(BlicketWorld(spec, two), design)

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 from scipy.spatial.distance import jensenshannon
 
 import causalplay  # noqa: F401  (registers the ids)
-from causalplay.rules import conjunctive, disjunctive
+from causalplay.core.rules import conjunctive, disjunctive
 
 BLICKET_IDS = [i for i in ENV_IDS if "Nexiom" not in i]
 

@@ -9,8 +9,8 @@ from causalplay.models.blicket import blicket_model
 from pyro.infer import TraceEnum_ELBO
 
 import causalplay
-from causalplay.api import make_spec
-from causalplay.history import History, HistoryBatch
+from causalplay.learners.api import make_spec
+from causalplay.core.history import History, HistoryBatch
 
 RULES = ("disjunctive", "conjunctive")
 
@@ -155,7 +155,7 @@ def test_check_false_marks_impossible_episodes_with_nan():
 
 def test_table_and_gather_paths_agree(monkeypatch):
     """N <= 10 sums precomputed per-trial rows; larger N gathers per (trial, set). Both must agree."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     rng = np.random.default_rng(5)
     hs = [History.from_pairs(random_history(rng, 7, t, 0.1), 7) for t in (0, 2, 5)]
@@ -249,7 +249,7 @@ def test_large_world_step_path_against_brute_force():
     """N = 11 (no per-trial table: one count matrix per step): thresholds (one never reachable, m = 12 > N),
     a sigmoid rule (the gather branch), histories of 0, 2 and 4 trials padded into one batch, in chunks of one
     episode, against enumeration."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     n = 11
     space = causalplay.HypothesisSpace.build(make_spec(n, BIG_RULES, blicket_prior=0.3, noise=0.1))
@@ -269,7 +269,7 @@ def test_large_world_step_path_against_brute_force():
 def test_chunk_sizes_by_hand():
     """Temporaries per episode: 3 H floats + 64 bytes per trial, plus 28 bytes per set and step without the
     per-trial table; chunks fit max_memory, and at most CACHE_BYTES (16 MiB) of them in large worlds."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     small = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1))  # H = 32
     assert ex.episode_bytes(small, 2) == 3 * 32 * 8 + 2 * 64 == 896
@@ -286,7 +286,7 @@ def test_chunk_sizes_by_hand():
 
 
 def test_observe_entropy_and_inconsistency_messages_by_hand():
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(3, RULES, blicket_prior=0.3, noise=0.1))
     lw = space.log_prior[None].repeat(2, 1).clone()
@@ -356,7 +356,7 @@ def test_log_likelihood_leading_dims_mask_and_no_trials_against_brute_force(n, r
     """trials ``[2, 3, T, N]`` (leading dims beyond one batch dim), with and without a mask, on the per-trial table
     (N = 5) and the per-step path (N = 11): every entry against enumeration; no trials gives zeros of shape
     ``[2, 3, H]`` in the space's dtype (float64, not torch's default float32)."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
     assert (ex._trial_rows(space) is None) == (n > 10)
@@ -388,7 +388,7 @@ def test_results_live_on_the_space_device_whatever_torchs_default(n, rules, brul
     """The space's device decides where the engine computes: with torch's default device set elsewhere ("meta",
     the one other device a CPU-only torch has), every tensor the engine makes must still be on the CPU space's
     device, and the numbers must be right."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
     hs = [[([0, 1], True), ([2], False)], [([0], True)]]
@@ -415,7 +415,7 @@ def test_results_live_on_the_space_device_whatever_torchs_default(n, rules, brul
 @pytest.mark.parametrize("dtype", [torch.bool, torch.float32])
 def test_batch_in_another_dtype_is_converted_to_the_space_dtype(dtype):
     """log_posterior moves the batch to the space's dtype: a bool or float32 batch gives the float64 posterior."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     for n, rules, brules in [(4, SMALL_RULES, SMALL_BRUTE), (11, BIG_RULES, BIG_BRUTE)]:
         space = causalplay.HypothesisSpace.build(make_spec(n, rules, blicket_prior=0.3, noise=0.1))
@@ -432,7 +432,7 @@ def test_batch_in_another_dtype_is_converted_to_the_space_dtype(dtype):
 def test_log_posterior_chunks_follow_chunk_size_and_max_memory(monkeypatch):
     """Episodes go to log_likelihood in consecutive chunks of ``chunk_size``, or of ``max_memory //
     episode_bytes(space, T)`` (T trials, not N objects): spied chunk by chunk, and the result against brute force."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3, noise=0.1))  # H = 32
     hs = [[([0], True), ([1, 2], False)], [([3], True)], [], [([0, 1], True), ([0], False)], [([2], True)]]
@@ -463,7 +463,7 @@ def test_threads_auto_and_the_likelihood_route(monkeypatch):
     """``threads="auto"``: one torch thread inside the chunk loop for a large world (N = 11, no per-trial table),
     torch's own setting for a small one (N = 4, which sums table rows and never takes the per-step path); an int
     is used as given and None leaves torch alone; the caller's setting is restored."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     seen = []
     real_ll, real_step = ex.log_likelihood, ex._log_likelihood_by_step
@@ -504,7 +504,7 @@ def test_normalise_chunks_rows_by_the_cache_budget(monkeypatch):
     """_normalise takes logsumexp over row blocks of ``CACHE_BYTES // (H * itemsize)`` rows (at least one): with the
     budget shrunk, B = 5 rows of H = 2 (16 bytes a row) go 1 by 1 at 8 bytes and 2 by 2 at 40; the result is the
     closed-form posterior either way."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(1, "disjunctive", blicket_prior=0.3, noise=0.1))  # H = 2
     assert space.n_hypotheses == 2
@@ -532,7 +532,7 @@ def test_normalise_chunks_rows_by_the_cache_budget(monkeypatch):
 def test_one_history_cpu_path_runs_on_numpy(monkeypatch):
     """On the CPU, history_log_posterior does its arithmetic in numpy (a torch dispatch costs more than the whole
     sum for one history): with torch's logsumexp made to fail, it still answers, and right (vs brute force)."""
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     space = causalplay.HypothesisSpace.build(make_spec(4, SMALL_RULES, blicket_prior=0.3, noise=0.1))
     det = causalplay.HypothesisSpace.build(make_spec(4, RULES, blicket_prior=0.3))
@@ -553,7 +553,7 @@ def test_one_history_cpu_path_runs_on_numpy(monkeypatch):
 
 
 def test_inconsistency_message_names_at_most_ten_episodes():
-    import causalplay.exact as ex
+    import causalplay.core.exact as ex
 
     det = causalplay.HypothesisSpace.build(make_spec(2, RULES, blicket_prior=0.3))
     clash = History.from_pairs([([0], True), ([0], False)], 2)

@@ -24,7 +24,7 @@ from causalplay.bench import run_episodes
 from causalplay.llm import LLMError, format_transcript, parse_objects
 from causalplay.llm.stub import GARBAGE_ANSWERS, GARBAGE_FAILS, EIGScript, Flaky, StubReply, StubServer, garbage_model
 from causalplay.llm.template import IVRE, render_set
-from causalplay.rules import disjunctive
+from causalplay.core.rules import disjunctive
 
 SECRET = "sk-test-0123456789abcdef-DO-NOT-LEAK"
 

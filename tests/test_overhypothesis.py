@@ -11,15 +11,15 @@ from brute import lit_prob, posterior, prior_of
 from causalplay.models.sigmoid import SigmoidPrior
 
 import causalplay
-from causalplay.overhypothesis import (
+from causalplay.core.overhypothesis import (
     SequenceBatch,
     collapsed_log_density,
     episode_evidence,
     infer_overhypothesis,
     sigmoid_grid,
 )
-from causalplay.rules import Sigmoid
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.rules import Sigmoid
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 CONJ = [([0], False), ([1], False), ([2], False), ([0, 1], False), ([0, 2], True), ([1, 2], False)]
 DISJ = [([0], True), ([1], False), ([2], False), ([0, 1], True), ([0, 2], True), ([1, 2], False)]

@@ -173,7 +173,7 @@ def test_transfer_agent_learns_the_sequence_rule(one_thread):
     truth = rec["rule"][:, -1]
     assert (rho_conj[truth == 1] > 0.5).mean() > 0.8 and (rho_conj[truth == 0] < 0.5).mean() > 0.8
     # exact: the prior equals E[theta | evidence] of the stored per-machine evidence
-    from causalplay.overhypothesis import predictive_rule_probs
+    from causalplay.core.overhypothesis import predictive_rule_probs
 
     want = predictive_rule_probs(agent.evidence[:, :2], torch.tensor([0.5, 0.5], dtype=torch.float64))
     np.testing.assert_allclose(rho_conj, want[:, 1].numpy(), atol=1e-12)

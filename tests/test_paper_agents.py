@@ -20,7 +20,7 @@ from causalplay.agents.paper import (
     bernoulli_nb_single_object,
     first_of_top_values,
 )
-from causalplay.rules import disjunctive
+from causalplay.core.rules import disjunctive
 
 
 def _task(n=3, horizon=10, n_context=0):

@@ -14,7 +14,7 @@ from causalplay.agents import EIGAgent, TaskInfo, make_agent
 from causalplay.agents.pixels import EIGPixelsAgent
 from causalplay.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, sample_panels
 from causalplay.render import bpy_available
-from causalplay.rules import disjunctive
+from causalplay.core.rules import disjunctive
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_bpy = pytest.mark.skipif(not bpy_available(), reason="bpy (Blender as a Python module) is not installed; "

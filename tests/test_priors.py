@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from causalplay.priors import BlicketSetPrior, all_subsets
+from causalplay.core.priors import BlicketSetPrior, all_subsets
 
 
 @pytest.mark.parametrize("prior", [BlicketSetPrior(5, p=0.3), BlicketSetPrior(5, counts={1: 1, 3: 3}),

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import causalplay
-from causalplay.eig import eig_bits
-from causalplay.history import all_trials
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.eig import eig_bits
+from causalplay.core.history import all_trials
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

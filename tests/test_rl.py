@@ -142,7 +142,7 @@ def test_belief_tracker_forgets_at_a_vector_envs_auto_reset():
 def test_rule_marginals_when_the_rule_varies():
     from causalplay.envs.core import history_layout
 
-    from causalplay.rules import make_rules
+    from causalplay.core.rules import make_rules
 
     fm = FeatureMap(9, 10, tuple(make_rules(("disjunctive", "conjunctive"))), history_layout(9, 10), belief=True)
     assert fm.size == 111 + 9 + 2

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from causalplay.rules import Sigmoid, Threshold, conjunctive, disjunctive, make_rule, make_rules
+from causalplay.core.rules import Sigmoid, Threshold, conjunctive, disjunctive, make_rule, make_rules
 
 
 def test_tables_by_hand():
@@ -116,9 +116,9 @@ def test_constructors_store_plain_numbers_and_name_their_errors():
         (lambda: Threshold(noise=2), ValueError, "noise must be a probability in [0, 1], got 2.0"),
         (lambda: make_rule("disjunctive", "x"), TypeError, "noise must be a probability in [0, 1] (a Python, numpy "
                                                            "or 0-d torch number), got 'x' (str)"),
-        (lambda: make_rule(3), TypeError, "a rule must be a rule name or a causalplay.rules.Rule, got 3"),
+        (lambda: make_rule(3), TypeError, "a rule must be a rule name or a causalplay.core.rules.Rule, got 3"),
         (lambda: make_rules(5), TypeError, "rules must be a rule or an iterable of rules, got 5"),
-        (lambda: make_rules(["disjunctive", 3]), TypeError, "a rule must be a rule name or a causalplay.rules.Rule, "
+        (lambda: make_rules(["disjunctive", 3]), TypeError, "a rule must be a rule name or a causalplay.core.rules.Rule, "
                                                             "got 3"),
         (lambda: make_rules([]), ValueError, "rules must name at least one rule"),
         (lambda: make_rules(["disjunctive", disjunctive(0.1)]), ValueError, "rules must have distinct names, got "
@@ -132,7 +132,7 @@ def test_constructors_store_plain_numbers_and_name_their_errors():
         with pytest.raises(ValueError) as e:
             make_rule(name)
         assert str(e.value) == (f"unknown rule {name!r}; expected one of ('disjunctive', 'conjunctive', "
-                                "'threshold<m>') or a causalplay.rules.Rule")
+                                "'threshold<m>') or a causalplay.core.rules.Rule")
     assert make_rule("disjunctive") == disjunctive() and make_rule("conjunctive").noise == 0.0  # default noise 0
     # noise 1 flips every response: P(lit | k) = 1 - f(k)
     assert disjunctive(1.0).p_lit(torch.arange(3.0)).tolist() == [1.0, 0.0, 0.0]

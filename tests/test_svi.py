@@ -8,9 +8,9 @@ from causalplay.models.blicket_objects import blicket_objects_model
 from causalplay.models.sigmoid import SigmoidPrior
 
 import causalplay
-from causalplay.api import make_spec
-from causalplay.history import History, HistoryBatch
-from causalplay.svi import SVIOptions, svi_fit
+from causalplay.learners.api import make_spec
+from causalplay.core.history import History, HistoryBatch
+from causalplay.learners.svi import SVIOptions, svi_fit
 
 
 def test_two_model_forms_have_the_same_joint_density(float64):

@@ -256,7 +256,7 @@ def test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule():
     from causalplay.envs.core import BlicketBatch
     from causalplay.envs.sampling import TaskConfig
 
-    from causalplay.rules import conjunctive, disjunctive
+    from causalplay.core.rules import conjunctive, disjunctive
 
     rules = (disjunctive(), conjunctive())
     cfg = TaskConfig(name="two", n_objects=4, n_blickets=(1, 2, 3), n_context=2, context_size=(1, 3), horizon=4,

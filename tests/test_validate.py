@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import causalplay
-from causalplay import _validate as v
-from causalplay.beliefs import BeliefsLike, single_thread
-from causalplay.svi import SVIOptions
+from causalplay.core import _validate as v
+from causalplay.core.beliefs import BeliefsLike, single_thread
+from causalplay.learners.svi import SVIOptions
 
 H = [([0], True)]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from causalplay.envs.task import ObsLayout, RewardSpec
-from causalplay.rules import Rule
+from causalplay.core.rules import Rule
 
 __all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief"]
 

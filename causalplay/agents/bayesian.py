@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from causalplay.eig import eig_bits
-from causalplay.history import all_trials
+from causalplay.core.eig import eig_bits
+from causalplay.core.history import all_trials
 
 from .base import MemoryAgent, TaskInfo, map_side_belief
 from .posterior import Posterior

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from causalplay.rules import Rule
+from causalplay.core.rules import Rule
 
 from .base import MemoryAgent, TaskInfo
 from .posterior import Posterior

@@ -25,7 +25,7 @@ import os
 
 import torch
 
-from causalplay.exact import log_likelihood
+from causalplay.core.exact import log_likelihood
 
 from .base import TaskInfo
 from .bayesian import EIGAgent

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from causalplay.exact import observe
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.exact import observe
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 from .base import TaskInfo
 

@@ -23,13 +23,13 @@ class TransferEIGAgent(EIGAgent):
 
     Knows the task's rule family (``task.rules``), the announced blicket count, that a step which did not end
     the machine means its guess was wrong, and -- with ``transfer=True`` -- that machines of a sequence share an
-    overhypothesis: rule weights ``theta ~ Dirichlet(concentration)`` (:mod:`causalplay.overhypothesis`, form
+    overhypothesis: rule weights ``theta ~ Dirichlet(concentration)`` (:mod:`causalplay.core.overhypothesis`, form
     ``"rules"``). When a machine ends, its evidence for each rule is read off the agent's posterior (divided by
     the rule prior it used): a machine that ended before its last action was solved by the last guess, so the
     evidence is the posterior weight of that set under each rule; a machine that used all ``T`` actions gives
     its rule posterior without the last solve signal (which the agent cannot see). The next machine's rule prior
     is ``E[theta | machines so far]``, exactly (the Dirichlet-mixture posterior of
-    :func:`causalplay.overhypothesis.rule_mixture`).
+    :func:`causalplay.core.overhypothesis.rule_mixture`).
 
     With ``transfer=False`` every machine starts from the uniform rule prior, and the agent makes the same
     choices as ``eig`` on single-machine tasks (tested) -- the non-transferring baseline.
@@ -85,7 +85,7 @@ class TransferEIGAgent(EIGAgent):
     def _start_machine(self, rows: torch.Tensor, count: torch.Tensor) -> None:
         p = self.post
         if self.transfer and bool((self.n_seen[rows] > 0).any()):
-            from causalplay.overhypothesis import predictive_rule_probs
+            from causalplay.core.overhypothesis import predictive_rule_probs
 
             K = int(self.n_seen[rows].max())
             present = torch.arange(K)[None, :] < self.n_seen[rows][:, None]

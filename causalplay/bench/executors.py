@@ -28,7 +28,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from multiprocessing.connection import wait as wait_for_sentinels
 from pathlib import Path
 
-from .._futures import wait_result  # re-exported: part of this module's API (see __all__)
+from ..core._futures import wait_result  # re-exported: part of this module's API (see __all__)
 
 __all__ = ["EXECUTORS", "EXTRAS", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor",
            "make_executor", "check_executor", "abort", "wait_result", "available"]

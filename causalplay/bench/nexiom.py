@@ -14,8 +14,8 @@ import torch
 
 from causalplay.agents.base import TaskInfo
 from causalplay.agents.posterior import Posterior
-from causalplay.eig import eig_bits
-from causalplay.history import all_trials
+from causalplay.core.eig import eig_bits
+from causalplay.core.history import all_trials
 
 __all__ = ["run_nexiom", "human_nexiom", "compare_nexiom"]
 

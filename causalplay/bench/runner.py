@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._futures import POLL_SECONDS
+from ..core._futures import POLL_SECONDS
 from .executors import SerialExecutor, abort, make_executor
 from .metrics import assign_split, auccess, mean_ci
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
@@ -121,7 +121,7 @@ def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
         ``host``, ``pid`` and ``causalplay`` (the worker's package version; the driver refuses records from
         another version).
     """
-    from causalplay import __version__
+    from causalplay.core._version import __version__
 
     t0 = time.perf_counter()
     df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start, env_kwargs)
@@ -216,7 +216,7 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
     """
     from tqdm.auto import tqdm
 
-    from causalplay import __version__
+    from causalplay.core._version import __version__
 
     log = log or _stderr
     envs, agents, seeds = _unique("envs", envs), _unique("agents", agents), _unique("seeds", seeds)

@@ -251,7 +251,7 @@ class PartialCorrAgent(_RegressionAgent):
 
 class BayesAgent(DAGAgent):
     """The ideal Bayesian experimenter: exact structure posterior by conjugacy over all 13,956 DAGs with <= 2
-    parents per variable (:mod:`causalplay.dag.posterior`), exploration by maximal EIG about the structure
+    parents per variable (:mod:`causalplay.core.dag_posterior`), exploration by maximal EIG about the structure
     (``target="structure"``) or about the best goal-phase action (``target="action"``), exploitation by the
     maximal posterior expected goal value. In the adaptive task the model covers the relevant variables and
     the goal is taken to be role E for ``target="action"`` while exploring (the base task's goal is always

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from causalplay.bench.metrics import mean_ci
+from causalplay.core.metrics import mean_ci
 
 __all__ = ["run_dag_episodes", "run_dag_bench", "summarise_dag", "dag_cli", "DAG_ENV_IDS"]
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pyro
 import torch
 
-from .. import _validate as V
-from .._futures import wait_result
+from ..core import _validate as V
+from ..core._futures import wait_result
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
 from .options import NUTSOptions, SVIOptions
 from .parameterisation import Parameterisation

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import _validate as V
+from ..core import _validate as V
 
 __all__ = ["NUTSOptions", "SVIOptions"]
 

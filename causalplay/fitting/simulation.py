@@ -62,7 +62,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     theta : dict name -> float or array ``[P]``
         Constrained parameter values (every parameter of the model, see ``model.all_params()``).
     worlds : list of (rule name, blicket indices)
-        One per participant; the machine follows :mod:`causalplay.rules`.
+        One per participant; the machine follows :mod:`causalplay.core.rules`.
     max_tests : int
         Participants who have not stopped by then stop.
     rule_prior : sequence of float or None, optional
@@ -76,7 +76,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     """
     from ..data import TrialData
     from ..envs.nexiom_core import NexiomBatch
-    from ..exact import log_likelihood
+    from ..core.exact import log_likelihood
 
     cm = get_model(model)
     learner = learner or LearnerConfig()

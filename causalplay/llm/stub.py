@@ -174,7 +174,7 @@ class EIGScript:
     def __call__(self, messages: list[dict], body: dict) -> str | StubReply:
         from causalplay.agents.base import TaskInfo
         from causalplay.agents.bayesian import EIGAgent
-        from causalplay.rules import make_rule
+        from causalplay.core.rules import make_rule
 
         tpl = self.template
         if not messages or messages[0].get("role") != "user":

@@ -7,7 +7,7 @@ the same features from the same observation.
 With ``belief=True`` (``causalplay train --belief-input``) the features end with the exact posterior's blicket
 marginals ``P(object i is a blicket | panels shown, announced count, task rules)`` (``N`` values) and, when the
 task allows more than one rule, the rule marginals (``R`` values). The posterior is the core engine's
-(:func:`causalplay.exact.log_likelihood` on the task's :class:`~causalplay.spec.HypothesisSpace`), uniform
+(:func:`causalplay.core.exact.log_likelihood` on the task's :class:`~causalplay.core.spec.HypothesisSpace`), uniform
 over blicket sets of the announced size and over the task's rules.
 
 With ``tracker=True`` as well (``causalplay train --belief-tracker``) the posterior also conditions on the one
@@ -61,8 +61,8 @@ class FeatureMap:
         self.obs_size = layout.size
         self._space = None
         if self.belief:
-            from causalplay.api import make_spec
-            from causalplay.spec import HypothesisSpace
+            from causalplay.learners.api import make_spec
+            from causalplay.core.spec import HypothesisSpace
 
             self._space = HypothesisSpace.build(make_spec(self.N, self.rules, blicket_prior=0.5),
                                                 dtype=torch.float64)
@@ -128,7 +128,7 @@ class FeatureMap:
     def _trial_table(self) -> torch.Tensor:
         """``[2 * 2^N + 1, H]``: the log-likelihood of every (trial, outcome) from the core engine, then a zero
         row for padding (row ``code`` = trial ``code`` stayed dark, ``2^N + code`` = it lit), built once."""
-        from causalplay.exact import log_likelihood
+        from causalplay.core.exact import log_likelihood
 
         sp, N = self._space, self.N
         trials = ((torch.arange(2**N)[:, None] >> torch.arange(N)) & 1).to(sp.dtype)[:, None, :]  # [2^N, 1, N]

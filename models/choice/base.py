@@ -7,7 +7,7 @@ decisions (``T`` tests, then stop). After stopping they judge the blickets and t
 
 Every choice model shares, so that models differ **only in how they score the object sets**:
 
-* a **learner**: exact Bayesian beliefs over (blicket set, rule) from :mod:`causalplay.exact`, with the rule prior
+* a **learner**: exact Bayesian beliefs over (blicket set, rule) from :mod:`causalplay.core.exact`, with the rule prior
   ``P(conjunctive) = sigmoid(rho)`` a free parameter shared by everybody (fitted in every model) and a small
   assumed machine noise (so no history is impossible and every gradient is finite);
 * a **stopping** component: ``logit P(stop) = stop_a + stop_h * (H_t - 2) + stop_t * (t - 5) / 5`` with ``H_t``
@@ -40,10 +40,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from causalplay.eig import eig_bits
-from causalplay.exact import log_likelihood
-from causalplay.history import codes_to_vectors, set_to_code
-from causalplay.spec import HypothesisSpace, WorldSpec
+from causalplay.core.eig import eig_bits
+from causalplay.core.exact import log_likelihood
+from causalplay.core.history import codes_to_vectors, set_to_code
+from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
            "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
@@ -208,7 +208,7 @@ def transferred_rule_priors(data, learner: LearnerConfig = LearnerConfig()) -> d
     dict
         participant id -> ``[P(disjunctive), P(conjunctive)]`` for every row with ``round > 1``.
     """
-    from causalplay.overhypothesis import SequenceBatch, infer_overhypothesis
+    from causalplay.core.overhypothesis import SequenceBatch, infer_overhypothesis
 
     if "round" not in data.participants.columns:
         raise ValueError("a transferred rule prior needs multi-round data (participants.csv columns learner and "

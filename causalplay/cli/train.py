@@ -6,7 +6,7 @@ import json
 
 import typer
 
-__all__ = ["register", "train_cmd"]
+__all__ = ["train_cmd"]
 
 
 def train_cmd(
@@ -55,8 +55,3 @@ def train_cmd(
         raise typer.BadParameter(str(err)) from None
     typer.echo(f"done: {cfg.name} in {path} (best.*, progress.csv, learning_curve.png); "
                f"score it with: causalplay bench --agents rl:path={path}")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``train`` command to the ``causalplay`` CLI."""
-    app.command("train")(train_cmd)

@@ -6,7 +6,7 @@ import importlib.util
 
 import typer
 
-__all__ = ["register", "serve_cmd", "export_cmd"]
+__all__ = ["serve_cmd", "export_cmd"]
 
 _DEFAULT_DB = "sqlite:///causalplay-serve.db"
 
@@ -24,11 +24,12 @@ def serve_cmd(
                                              "or postgresql+psycopg://user:password@host/dbname."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (127.0.0.1: this machine only)."),
     port: int = typer.Option(8000, help="Port."),
-    task: str = typer.Option("nexiom", help="nexiom, ivre or est."),
+    study: str = typer.Option("", help="Study file (TOML, docs/serve.md): texts, conditions, tests, practice, ids."),
+    task: str = typer.Option("", help="nexiom, ivre or est (overrides the study file's; default nexiom)."),
     seed: int = typer.Option(0, help="Design seed: counterbalanced condition order and every episode."),
     admin_token: str = typer.Option("", envvar="CAUSALPLAY_ADMIN_TOKEN",
                                     help="Token for /admin (>= 16 characters; random and printed when empty)."),
-    completion_url: str = typer.Option("", help="Link shown on the debrief page (e.g. Prolific's completion URL)."),
+    completion_url: str = typer.Option("", help="Link shown on the debrief page (overrides the study file's)."),
     rate: float = typer.Option(5.0, help="Requests per second a session may submit after its burst."),
     burst: int = typer.Option(10, help="Requests a session may submit at once."),
 ) -> None:
@@ -36,15 +37,18 @@ def serve_cmd(
     _need_extra()
     import uvicorn
 
-    from .app import ServeConfig, create_app
+    from causalplay.serve.app import ServeConfig, create_app
 
     try:
         cfg = ServeConfig(db=db, task=task, seed=seed, admin_token=admin_token, completion_url=completion_url,
-                          rate_per_s=rate, rate_burst=burst)
+                          rate_per_s=rate, rate_burst=burst, study=study or None)
         app = create_app(cfg)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
-    typer.echo(f"causalplay serve: task {app.state.task.env_id}, database {db}")
+    typer.echo(f"causalplay serve: task {app.state.task.env_id}, {len(app.state.task.conditions)} conditions, "
+               f"database {db}")
+    if not cfg.study.contact:
+        typer.echo("warning: the study names no contact (set contact in a --study file for a real study)", err=True)
     typer.echo(f"participants: http://{host}:{port}/?PROLIFIC_PID=<id>   admin: http://{host}:{port}/admin"
                f"?token={cfg.admin_token}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
@@ -60,16 +64,11 @@ def export_cmd(
 ) -> None:
     """Write a serve database as participants.csv / tests.csv (the schema causalplay.data.load_trials reads)."""
     _need_extra()
-    from .store import export_trials
-    from .tasks import TASKS
+    from causalplay.serve.store import export_trials
+    from causalplay.serve.tasks import TASKS
 
     try:
         n_p, n_t = export_trials(db, out, task=TASKS.get(task, task) or None, include_incomplete=include_incomplete)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     typer.echo(f"wrote {n_p} participants and {n_t} test rows to {out}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve_cmd)
-    app.command("export")(export_cmd)

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from causalplay.envs.causal_dag import leaky_inv, simulate
-
-from .structures import StructureSpace
+from .dag import StructureSpace, leaky_inv, simulate
 
 __all__ = ["NIGPrior", "Data", "suff_stats", "local_scores", "local_posteriors", "structure_loglik",
            "log_posterior", "sample_scm", "expected_goal", "eig"]

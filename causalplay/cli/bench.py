@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["register", "bench", "check_agent_spec"]
+__all__ = ["bench", "check_agent_spec"]
 
 DEFAULT_AGENTS = "random,bayes,naive,search-random,search-naive,notears,eig,planner"
 
@@ -54,7 +54,7 @@ def check_agent_spec(spec: str) -> None:
 
 
 def _envs_cb(value: str) -> str:
-    from .runner import check_env
+    from causalplay.bench.runner import check_env
 
     ids = [e.strip() for e in value.split(",") if e.strip()]
     if not ids:
@@ -84,7 +84,7 @@ def _agents_cb(value: str) -> str:
 
 
 def _executor_cb(value: str) -> str:
-    from .executors import check_executor
+    from causalplay.bench.executors import check_executor
 
     try:
         check_executor(value)
@@ -150,11 +150,11 @@ def bench(
     from rich.console import Console
     from rich.table import Table
 
-    from .executors import check_executor
-    from .metrics import wilcoxon
-    from .plots import plot_rewards, plot_success
-    from .runner import check_env, check_pairing, run_benchmark, summarise, table, write_results
-    from .shards import RunLocked, atomic_write
+    from causalplay.bench.executors import check_executor
+    from causalplay.bench.metrics import wilcoxon
+    from causalplay.bench.plots import plot_rewards, plot_success
+    from causalplay.bench.runner import check_env, check_pairing, run_benchmark, summarise, table, write_results
+    from causalplay.bench.shards import RunLocked, atomic_write
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
     if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
@@ -229,7 +229,7 @@ def bench(
                           f"answers; tokens per episode {r['prompt_tokens_per_episode']:.0f} prompt + "
                           f"{r['completion_tokens_per_episode']:.0f} completion")
     if show_dialogue > 0:
-        from .dialogues import print_dialogues
+        from causalplay.bench.dialogues import print_dialogues
 
         print_dialogues(Path(out), df, show_dialogue, console)
     pair = split_agent_specs(compare)
@@ -244,8 +244,3 @@ def bench(
                 stat, p = wilcoxon(x.to_numpy(), y.to_numpy())
                 console.print(f"{e}: Wilcoxon {pair[0]} vs {pair[1]} on episode R over seeds: W={stat:g}, p={p:.4g}")
     console.print(f"wall time {wall:.1f} s; results in {out}/results.json, episodes.csv, table.csv, *.png")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``bench`` command to the ``causalplay`` CLI."""
-    app.command("bench")(bench)

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .api import infer
+from causalplay.learners.api import infer
 
 SCENARIOS = {
     # Sobel et al. (2004): AB lights, then A alone lights -> B drops back towards its prior.
@@ -55,7 +55,7 @@ def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
     (out / "results.json").write_text(json.dumps(results, indent=2))
     console.print(f"wrote {out / 'results.json'}")
     if bench_episodes > 0:
-        from .bench.cli import bench
+        from .bench import bench
 
         console.print(f"\nBenchmark: {bench_episodes} episodes x 2 seeds per env and agent")
         bench(env="causalplay/IVRE-v0,causalplay/EST-v1", agents="random,naive,search-naive,eig,planner",

@@ -1,10 +1,12 @@
-"""Contact sheet of one pixel episode: every panel it shows, labelled with its number, phase and outcome."""
+"""``causalplay render``: a contact sheet of one pixel episode -- every panel it shows, labelled with its number,
+phase and outcome."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import typer
 
 
 def episode_frames(env_id: str, seed: int = 0, engine: str = "workbench") -> tuple[list[np.ndarray], list[dict], list]:
@@ -71,3 +73,22 @@ def contact_sheet(frames: list[np.ndarray], panels: list[dict[str, Any]], object
         text = f"{p['step']} {p['phase']} {'LIT' if p['lit'] else 'unlit'} on: {on or '-'}"
         draw.text((x, y + h + 2), text, fill=(200, 90, 0) if p["lit"] else (0, 0, 0))
     return sheet
+
+
+def render(
+    env: str = typer.Option("causalplay/IVRE-Pixels-v0", help="Pixel env id."),
+    seed: int = typer.Option(0, help="Episode seed (the same seed gives the same symbolic episode)."),
+    out: str = typer.Option("sheet.png", help="Output PNG."),
+    engine: str = typer.Option("workbench", help="workbench (fast) or cycles (path traced, slow)."),
+    scale: int = typer.Option(2, help="Upscaling of each 160x120 frame."),
+    cols: int = typer.Option(5, help="Frames per row."),
+) -> None:
+    """Write a contact sheet of one episode: every panel, labelled with its phase and whether it lit."""
+    try:
+        frames, panels, objects = episode_frames(env, seed=seed, engine=engine)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    sheet = contact_sheet(frames, panels, objects, title=f"{env}  seed={seed}  engine={engine}",
+                          scale=scale, cols=cols)
+    sheet.save(out)
+    typer.echo(f"wrote {out} ({len(frames)} panels)")

@@ -1,0 +1,314 @@
+"""Beliefs: log-weights over a HypothesisSpace for one history (or ``[B, H]`` for a batch), with views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property, lru_cache
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._validate import integer, single_thread
+from .eig import check_target, eig_bits, eig_one_joint
+from .exact import entropy_bits, observe
+from .history import History, parse_trial, parse_trials
+from .spec import HypothesisSpace
+
+__all__ = ["Beliefs", "BatchBeliefs", "BeliefsLike", "single_thread"]
+
+
+@runtime_checkable
+class BeliefsLike(Protocol):
+    """What :func:`causalplay.infer` returns, exact (:class:`Beliefs`) or variational
+    (:class:`causalplay.learners.svi.SVIBeliefs`): the same views and methods, and ``method`` saying which."""
+
+    method: str
+
+    @property
+    def n_objects(self) -> int: ...
+
+    @property
+    def blicket_prob(self) -> np.ndarray: ...
+
+    @property
+    def rule_prob(self) -> dict[str, float]: ...
+
+    @property
+    def entropy(self) -> float: ...
+
+    def map(self) -> tuple[tuple[int, ...], str]: ...
+
+    def predict(self, objects) -> float: ...
+
+    def eig(self, trials=None, target: str = "joint") -> np.ndarray: ...
+
+    def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]: ...
+
+    def update(self, objects, lit) -> BeliefsLike: ...
+
+    def hypotheses(self, top: int | None = None) -> pd.DataFrame: ...
+
+    def to_frame(self) -> pd.DataFrame: ...
+
+
+@lru_cache(maxsize=8)
+def _trial_sizes(n_objects: int) -> np.ndarray:
+    """Number of objects of every non-empty trial, in integer-code order (read-only)."""
+    codes = np.arange(1, 2**n_objects, dtype=np.int64)
+    out = np.zeros_like(codes)
+    for i in range(n_objects):
+        out += (codes >> i) & 1
+    out.flags.writeable = False
+    return out
+
+
+def pick_best(eig: np.ndarray, sizes: np.ndarray) -> int:
+    """Index of the largest EIG; EIGs equal after rounding to 12 decimals are ties, broken by fewest objects,
+    then position."""
+    near = np.flatnonzero(eig >= eig.max() - 1e-12)  # values equal after rounding differ by < 1e-12
+    r = np.round(eig[near], 12)
+    tied = near[r == r.max()]
+    return int(tied[np.argmin(sizes[tied])])
+
+
+def _to_numpy(x: torch.Tensor) -> np.ndarray:
+    return x.detach().cpu().numpy()
+
+
+class BatchBeliefs:
+    """Exact beliefs of ``B`` learners over one hypothesis space.
+
+    Attributes
+    ----------
+    space : HypothesisSpace
+    log_w : Tensor ``[B, H]``
+        Normalised log posterior, hypotheses rule-major.
+    episodes : list
+        Episode labels (row order).
+    """
+
+    method = "exact"
+
+    def __init__(self, space: HypothesisSpace, log_w: torch.Tensor, episodes: Iterable | None = None, *,
+                 max_memory=None):
+        self.space = space
+        self.log_w = log_w
+        self.episodes = list(range(log_w.shape[0])) if episodes is None else list(episodes)
+        self.max_memory = max_memory
+
+    def __len__(self) -> int:
+        return self.log_w.shape[0]
+
+    # -- marginals -------------------------------------------------------------------------------------
+    def _rows(self) -> Iterable[slice]:
+        """Row chunks whose ``[b, H]`` probabilities fit in a quarter of ``max_memory``."""
+        from ._validate import max_memory
+
+        item = torch.finfo(self.space.dtype).bits // 8
+        step = max(1, max_memory(self.max_memory) // (4 * self.space.n_hypotheses * item))
+        return (slice(i, i + step) for i in range(0, len(self), step))
+
+    def _marginal(self, fn) -> torch.Tensor:
+        R, S = self.space.n_rules, self.space.n_sets
+        return torch.cat([fn(self.log_w[sl].exp().reshape(-1, R, S)) for sl in self._rows()])
+
+    @property
+    def blicket_probs(self) -> np.ndarray:
+        """``[B, N]``: P(object i is a blicket) per episode."""
+        return _to_numpy(self._marginal(lambda g: g.sum(1) @ self.space.sets))
+
+    @property
+    def rule_probs(self) -> np.ndarray:
+        """``[B, R_spec]``: posterior of every rule in ``space.spec.rules`` (zero-prior rules get 0)."""
+        kept = _to_numpy(self._marginal(lambda g: g.sum(-1)))
+        out = np.zeros((len(self), len(self.space.spec.rules)))
+        cols = [self.space.spec.rules.index(r) for r in self.space.rules]
+        out[:, cols] = kept
+        return out
+
+    @property
+    def entropy(self) -> np.ndarray:
+        """``[B]`` posterior entropy over hypotheses, bits."""
+        return _to_numpy(entropy_bits(self.log_w))
+
+    def map_indices(self) -> torch.Tensor:
+        return self.log_w.argmax(-1)
+
+    # -- predictions and EIG ---------------------------------------------------------------------------
+    def _candidates(self, trials) -> torch.Tensor:
+        if trials is None:
+            return self.space.all_trials()
+        arr = parse_trials(trials, self.space.n_objects)
+        return torch.as_tensor(arr, device=self.space.device).to(self.space.dtype)
+
+    def predict_all(self, trials) -> np.ndarray:
+        """``[B, D]``: P(machine lights | trial) for each candidate trial."""
+        cand = self._candidates(trials)
+        P = self.space.predictive(cand)
+        return _to_numpy((self.log_w.exp() @ P)[:, : cand.shape[0]].clamp(0.0, 1.0))
+
+    def eig_all(self, trials=None, target: str = "joint") -> np.ndarray:
+        """``[B, D]`` EIG in bits of each candidate (all ``2**N - 1`` non-empty trials, in integer-code order,
+        when ``trials`` is None). Candidates and episodes are chunked to stay within ``max_memory``."""
+        check_target(target)
+        cand = None if trials is None else self._candidates(trials)
+        return _to_numpy(eig_bits(self.space, self.log_w, cand, target, max_memory=self.max_memory))
+
+    def update_all(self, trials, lit) -> BatchBeliefs:
+        """One more observation per episode: ``trials`` (one trial each) and ``lit`` (``[B]`` bools)."""
+        rows = parse_trials(trials, self.space.n_objects)
+        if isinstance(lit, torch.Tensor):
+            lit = lit.cpu().numpy()
+        lit = np.asarray(lit)
+        if rows.shape[0] != len(self) or lit.shape != (len(self),):
+            raise ValueError(f"need one trial and one lit value per episode ({len(self)}), got "
+                             f"{rows.shape[0]} trials and lit of shape {lit.shape}")
+        if lit.dtype != np.bool_ and (lit.dtype.kind not in "iuf" or not np.isin(lit, (0, 1)).all()):
+            raise ValueError(f"lit must be booleans or 0/1, got {lit!r}")
+        t = torch.as_tensor(rows, device=self.space.device).to(self.space.dtype)
+        lt = torch.as_tensor(lit.astype(bool), device=self.space.device).to(self.space.dtype)
+        return BatchBeliefs(self.space, observe(self.space, self.log_w, t, lt), self.episodes,
+                            max_memory=self.max_memory)
+
+    # -- tidy output -----------------------------------------------------------------------------------
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row per (episode, quantity, item) with columns ``episode, kind, item, prob``."""
+        bp, rp = self.blicket_probs, self.rule_probs
+        frames = []
+        for i in range(bp.shape[1]):
+            frames.append(pd.DataFrame({"episode": self.episodes, "kind": "blicket", "item": str(i), "prob": bp[:, i]}))
+        for j, name in enumerate(self.space.spec.rule_names):
+            frames.append(pd.DataFrame({"episode": self.episodes, "kind": "rule", "item": name, "prob": rp[:, j]}))
+        return pd.concat(frames, ignore_index=True).sort_values(["episode", "kind", "item"], kind="stable",
+                                                                ignore_index=True)
+
+    def __getitem__(self, i: int) -> Beliefs:
+        i = integer(i, "episode row", low=-len(self), high=len(self) - 1)
+        return Beliefs(self.space, self.log_w[i], history=None, episode=self.episodes[i], max_memory=self.max_memory)
+
+
+class Beliefs:
+    """An ideal learner's exact beliefs after one history.
+
+    Created by :func:`causalplay.infer`. All probabilities are posterior probabilities under the WorldSpec.
+    One-history calls run with ``threads`` torch threads (1 by default; the caller's setting is restored).
+    """
+
+    method = "exact"
+
+    def __init__(self, space: HypothesisSpace, log_w: torch.Tensor, history: History | None = None,
+                 episode=None, *, max_memory=None, threads: int | None = 1):
+        self.space = space
+        self.log_w = log_w.reshape(-1)
+        self.history = history
+        self.episode = episode
+        self.threads = threads
+        self._max_memory = max_memory
+
+    @cached_property
+    def _batch(self) -> BatchBeliefs:
+        # built on first use: infer(h).best_trial() never needs it (the one-history EIG path)
+        return BatchBeliefs(self.space, self.log_w[None, :], [self.episode], max_memory=self._max_memory)
+
+    @property
+    def n_objects(self) -> int:
+        return self.space.n_objects
+
+    @property
+    def blicket_prob(self) -> np.ndarray:
+        """``[N]``: P(object i is a blicket)."""
+        return self._batch.blicket_probs[0]
+
+    @property
+    def rule_prob(self) -> dict[str, float]:
+        """Posterior probability of each rule of the WorldSpec."""
+        return dict(zip(self.space.spec.rule_names, self._batch.rule_probs[0].tolist(), strict=True))
+
+    @property
+    def entropy(self) -> float:
+        """Posterior entropy over (blicket set, rule), bits."""
+        return float(self._batch.entropy[0])
+
+    def hypotheses(self, top: int | None = None) -> pd.DataFrame:
+        """Posterior over hypotheses, most probable first (ties in code order): columns ``blickets, rule, prob``.
+
+        ``top`` (an integer >= 1) keeps the first ``top`` rows.
+        """
+        if top is not None:
+            top = integer(top, "top", low=1)
+        p = _to_numpy(self.log_w.exp())
+        if top is not None and top < len(p):
+            part = np.argpartition(-p, top - 1)[:top]
+            # argpartition does not keep ties in code order: take every hypothesis tied with the cut-off too
+            cut = p[part].min()
+            cand = np.flatnonzero(p >= cut)
+            order = cand[np.lexsort((cand, -p[cand]))][:top]
+        else:
+            order = np.argsort(-p, kind="stable")
+        sets = _to_numpy(self.space.sets).astype(bool)
+        S = self.space.n_sets
+        return pd.DataFrame({
+            "blickets": [tuple(np.flatnonzero(sets[h % S]).tolist()) for h in order],
+            "rule": [self.space.rule_names[h // S] for h in order],
+            "prob": p[order],
+        })
+
+    def map(self) -> tuple[tuple[int, ...], str]:
+        """Most probable hypothesis as ``(blicket indices, rule name)`` (first in code order on ties)."""
+        h = int(self.log_w.argmax())
+        S = self.space.n_sets
+        members = np.flatnonzero(_to_numpy(self.space.sets[h % S]))
+        return tuple(members.tolist()), self.space.rule_names[h // S]
+
+    def predict(self, objects) -> float:
+        """P(machine lights | these objects on it)."""
+        vec = parse_trial(objects, self.n_objects, where="predict")
+        with single_thread(self.threads):
+            return float(self._batch.predict_all([vec])[0, 0])
+
+    def eig(self, trials=None, target: str = "joint") -> np.ndarray:
+        """EIG in bits of each trial about ``target`` in {"joint", "blickets", "rule"}.
+
+        ``trials=None`` scores all ``2**N - 1`` non-empty trials in integer-code order (see
+        :func:`causalplay.core.history.all_trials`). The predictive table of a candidate set is cached on the space.
+        """
+        with single_thread(self.threads):
+            if trials is None and target == "joint":  # the one-history hot path (infer(h).best_trial())
+                fast = eig_one_joint(self.space, self.log_w)
+                if fast is not None:
+                    return fast
+            return self._batch.eig_all(trials, target)[0]
+
+    def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:
+        """The trial (object indices) of maximal EIG; ties go to the fewest objects, then lowest code."""
+        n = self.n_objects
+        if trials is None:
+            e = self.eig(None, target)
+            best = 1 + pick_best(e, _trial_sizes(n))
+            return tuple(i for i in range(n) if best >> i & 1)
+        cand = parse_trials(trials, n)
+        e = self.eig(cand, target)
+        # Rounding: EIGs equal to 1e-12 are ties; prefer smaller trials (cheaper to run, easier to read).
+        return tuple(np.flatnonzero(cand[pick_best(e, cand.sum(1))]).tolist())
+
+    def update(self, objects, lit) -> Beliefs:
+        """Beliefs after one more observation."""
+        vec = parse_trial(objects, self.n_objects, where="update")
+        if isinstance(lit, torch.Tensor):
+            lit = lit.cpu().numpy()
+        with single_thread(self.threads):
+            new = self._batch.update_all([vec], [lit])  # validates lit (booleans or 0/1)
+        hist = self.history.append(vec, bool(np.asarray(lit).item())) if self.history is not None else None
+        return Beliefs(self.space, new.log_w[0], hist, self.episode, max_memory=self._max_memory,
+                       threads=self.threads)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table with columns ``kind, item, prob`` (blicket marginals then rule posteriors)."""
+        return self._batch.to_frame().drop(columns="episode")
+
+    def __repr__(self) -> str:
+        bp = np.array2string(self.blicket_prob, precision=3, suppress_small=True)
+        rp = ", ".join(f"{k}: {v:.3f}" for k, v in self.rule_prob.items())
+        return f"Beliefs(blicket_prob={bp}, rule_prob={{{rp}}})"

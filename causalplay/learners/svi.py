@@ -1,0 +1,347 @@
+"""Stochastic variational inference on the per-object Pyro world models, for worlds too large to enumerate
+(N = 20...100 objects) and for continuous parameters (noise, sigmoid gain/bias with priors).
+
+Guide (per episode): ``q(rule) * prod_i q(blicket_i | rule)`` -- a categorical over rules, enumerated exactly
+inside the ELBO, and a Bernoulli per object *for each rule*, so the guide can say "under the conjunctive rule A
+and B are both blickets, under the disjunctive rule only B". Continuous sites get a Normal on their
+unconstrained scale (logit-normal noise, log-normal gain, normal bias). The blicket vector is discrete and
+sampled, so gradients are score-function (Dice) estimates over ``num_particles`` vectorised particles.
+
+A deterministic machine gives log-likelihood ``-inf`` to any sampled set that contradicts the evidence, which no
+gradient estimator survives; SVI therefore treats noiseless rules as having ``noise_floor`` (default 1e-3).
+How far SVI marginals are from exact ones is measured in ``docs/inference.md`` (``analyses/svi_vs_exact.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyro
+import pyro.distributions as dist
+import torch
+from pyro.infer import SVI, Trace_ELBO, TraceEnum_ELBO
+from pyro.optim import ClippedAdam
+from tqdm.auto import tqdm
+
+from ..core._validate import integer, real
+from ..core.eig import binary_entropy_bits, check_target
+from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
+from ..core.spec import WorldSpec
+
+__all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs"]
+
+
+@dataclass(frozen=True)
+class SVIOptions:
+    """Optimisation settings. Defaults were chosen on the N = 12-16 comparison in docs/inference.md."""
+
+    num_steps: int = 800
+    num_particles: int = 64
+    lr: float = 0.05
+    seed: int = 0
+    noise_floor: float = 1e-3
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "num_steps", integer(self.num_steps, "num_steps", low=1))
+        object.__setattr__(self, "num_particles", integer(self.num_particles, "num_particles", low=1))
+        object.__setattr__(self, "lr", real(self.lr, "lr", low=0.0, low_open=True))
+        object.__setattr__(self, "seed", integer(self.seed, "seed", low=0))
+        object.__setattr__(self, "noise_floor", real(self.noise_floor, "noise_floor", low=0.0, high=0.5,
+                                                      low_open=True))
+        if not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True or False, got {self.progress!r}")
+
+
+@dataclass
+class SVIResult:
+    """Fitted guide parameters for ``B`` episodes.
+
+    Attributes
+    ----------
+    rule_probs : ndarray ``[B, R]`` (``R = 0`` for the sigmoid model)
+    blicket_logits : ndarray ``[B, R or 1, N]``: guide logits of each object per rule
+    continuous : dict name -> (loc ``[B]``, scale ``[B]``) on the unconstrained scale
+    loss : list of float, the ELBO loss per step (nats, summed over episodes)
+    seconds : float
+    """
+
+    rule_names: tuple[str, ...]
+    rule_probs: np.ndarray
+    blicket_logits: np.ndarray
+    continuous: dict[str, tuple[np.ndarray, np.ndarray]]
+    loss: list[float] = field(repr=False)
+    seconds: float = 0.0
+
+    @property
+    def blicket_probs(self) -> np.ndarray:
+        """``[B, N]``: q(object i is a blicket), the rule mixed out."""
+        p = 1.0 / (1.0 + np.exp(-self.blicket_logits))
+        if self.rule_probs.shape[1] == 0:
+            return p[:, 0]
+        return np.einsum("br,brn->bn", self.rule_probs, p)
+
+    def continuous_mean(self, name: str) -> np.ndarray:
+        """Posterior mean of a continuous site on its natural scale (``[B]``)."""
+        loc, scale = self.continuous[name]
+        kind = _CONTINUOUS[name]
+        if kind == "logit":  # E[sigmoid(Normal)] has no closed form; Gauss-Hermite quadrature
+            x, w = np.polynomial.hermite_e.hermegauss(32)
+            vals = 1.0 / (1.0 + np.exp(-(loc[:, None] + scale[:, None] * x)))
+            return (vals * w).sum(1) / w.sum()
+        if kind == "log":
+            return np.exp(loc + scale**2 / 2)
+        return loc
+
+
+_CONTINUOUS = {"noise": "logit", "gain": "log", "bias": "real"}
+
+
+def _with_noise_floor(spec: WorldSpec, floor: float) -> WorldSpec:
+    rules = tuple(dataclasses.replace(r, noise=max(r.noise, floor)) if r.deterministic or r.noise < floor else r
+                  for r in spec.rules)
+    return dataclasses.replace(spec, rules=rules)
+
+
+def _make_guide(B: int, R: int, N: int, init_logit: float, continuous: tuple[str, ...], dtype, device):
+    def guide(trials, lit=None, mask=None, **_):
+        bl = pyro.param("blicket_logits", torch.full((B, 1, max(R, 1), N), init_logit, dtype=dtype, device=device))
+        with pyro.plate("episodes", B, dim=-2):
+            if R > 0:
+                rl = pyro.param("rule_logits", torch.zeros(B, 1, R, dtype=dtype, device=device))
+                rule = pyro.sample("rule", dist.Categorical(logits=rl), infer={"enumerate": "parallel"})
+                sel = (rule[..., None] == torch.arange(R, device=device)).to(dtype)  # [..., B, 1, R]
+                logits = (sel[..., None] * bl).sum(-2)
+            else:
+                logits = bl[..., 0, :]
+            for name in continuous:
+                loc = pyro.param(f"{name}_loc", torch.full((B, 1), _INIT_LOC[name], dtype=dtype, device=device))
+                scale = pyro.param(f"{name}_scale", torch.full((B, 1), 0.3, dtype=dtype, device=device),
+                                   constraint=dist.constraints.positive)
+                base = dist.Normal(loc, scale)
+                kind = _CONTINUOUS[name]
+                if kind == "logit":
+                    pyro.sample(name, dist.TransformedDistribution(base, dist.transforms.SigmoidTransform()))
+                elif kind == "log":
+                    pyro.sample(name, dist.TransformedDistribution(base, dist.transforms.ExpTransform()))
+                else:
+                    pyro.sample(name, base)
+            pyro.sample("blickets", dist.Bernoulli(logits=logits).to_event(1))
+
+    return guide
+
+
+_INIT_LOC = {"noise": -3.0, "gain": 1.8, "bias": 1.0}
+
+
+def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: tuple[float, float] | None = None,
+            sigmoid_prior=None, options: SVIOptions = SVIOptions()) -> SVIResult:
+    """Fit the guide to ``batch`` under one of the per-object world models.
+
+    Parameters
+    ----------
+    batch : HistoryBatch
+        ``B`` histories (float32 is plenty for SVI).
+    spec : WorldSpec, optional
+        For :func:`causalplay.models.blicket_objects.blicket_objects_model` (independent blicket prior).
+    noise_prior : (a, b), optional
+        Beta prior on the flip probability (with ``spec``).
+    sigmoid_prior : SigmoidPrior, optional
+        Use :func:`causalplay.models.sigmoid.sigmoid_model` instead (no ``spec``).
+    options : SVIOptions
+    """
+    if (spec is None) == (sigmoid_prior is None):
+        raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
+    if not isinstance(options, SVIOptions):
+        raise TypeError(f"options must be an SVIOptions, got {type(options).__name__}")
+    if spec is not None and spec.n_blickets is None and spec.blicket_prior in (0.0, 1.0):
+        raise ValueError(f"blicket_prior={spec.blicket_prior:g} fixes the blicket set, which leaves SVI nothing to "
+                         "fit (and its score-function gradients undefined); the exact engine answers this in one "
+                         "pass: causalplay.infer(..., method='exact')")
+    if batch.batch_size == 0:
+        raise ValueError("the HistoryBatch has no episodes")
+    # Seeded, but the caller's RNG streams and Pyro param store are left as they were.
+    rng_state = (random.getstate(), np.random.get_state(), torch.get_rng_state())  # noqa: NPY002
+    try:
+        with pyro.get_param_store().scope():
+            pyro.set_rng_seed(options.seed)
+            return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options)
+    finally:
+        random.setstate(rng_state[0])
+        np.random.set_state(rng_state[1])  # noqa: NPY002
+        torch.set_rng_state(rng_state[2])
+
+
+def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
+    from causalplay.models.blicket_objects import blicket_objects_model
+    from causalplay.models.sigmoid import sigmoid_model
+
+    trials, lit, mask = batch.trials, batch.lit, batch.mask
+    B, _, N = trials.shape
+    dtype, device = trials.dtype, trials.device
+    if spec is not None:
+        if spec.n_objects != N:
+            raise ValueError(f"spec has n_objects={spec.n_objects} but the histories have {N} objects")
+        fit_spec = spec if noise_prior is not None else _with_noise_floor(spec, options.noise_floor)
+        R = len(spec.rules)
+        p0 = min(max(spec.blicket_prior, 1e-3), 1 - 1e-3)
+        continuous = ("noise",) if noise_prior is not None else ()
+
+        def model(t, y, m):
+            return blicket_objects_model(t, y, m, spec=fit_spec, noise_prior=noise_prior)
+
+        rule_names = spec.rule_names
+    else:
+        R, p0, continuous, rule_names = 0, min(max(sigmoid_prior.blicket_prior, 1e-3), 1 - 1e-3), ("bias", "gain"), ()
+
+        def model(t, y, m):
+            return sigmoid_model(t, y, m, prior=sigmoid_prior)
+
+    guide = _make_guide(B, R, N, math.log(p0 / (1 - p0)), continuous, dtype, device)
+    # Rules are enumerated exactly (TraceEnum); the sigmoid model has nothing to enumerate.
+    elbo = (TraceEnum_ELBO if R > 0 else Trace_ELBO)(max_plate_nesting=2, num_particles=options.num_particles,
+                                                      vectorize_particles=True)
+    svi = SVI(model, guide, ClippedAdam({"lr": options.lr, "lrd": 0.1 ** (1 / max(options.num_steps, 1))}), elbo)
+    losses = []
+    t0 = time.perf_counter()
+    steps = range(options.num_steps)
+    for _ in tqdm(steps, desc="SVI", disable=not options.progress):
+        loss = float(svi.step(trials, lit, mask))
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"SVI loss became {loss} at step {len(losses)}; the evidence may be impossible "
+                                     f"under the model, or lr={options.lr:g} too large")
+        losses.append(loss)
+    store = pyro.get_param_store()
+    rule_probs = (torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0
+                  else np.zeros((B, 0)))
+    cont = {n: (store[f"{n}_loc"][:, 0].detach().cpu().numpy(), store[f"{n}_scale"][:, 0].detach().cpu().numpy())
+            for n in continuous}
+    return SVIResult(rule_names, rule_probs, store["blicket_logits"][:, 0].detach().cpu().numpy(), cont, losses,
+                     time.perf_counter() - t0)
+
+
+class SVIBeliefs:
+    """Approximate beliefs from SVI, with the :class:`causalplay.Beliefs` views that make sense for them
+    (both follow :class:`causalplay.core.beliefs.BeliefsLike`; ``method`` is ``"svi"``).
+
+    ``predict`` and ``eig`` are Monte Carlo estimates from ``n_samples`` draws of the guide (plug-in EIG of the
+    joint hypothesis), so they carry sampling error of order ``1/sqrt(n_samples)``. ``entropy`` is the guide's
+    entropy in closed form; ``update`` refits SVI on the longer history with the same options.
+    """
+
+    method = "svi"
+
+    def __init__(self, spec: WorldSpec, result: SVIResult, index: int = 0, n_samples: int = 4096, seed: int = 0,
+                 history: History | None = None, options: SVIOptions | None = None):
+        self.spec, self.result, self.index = spec, result, index
+        self.n_samples, self.seed = integer(n_samples, "n_samples", low=1), seed
+        self.history, self.options = history, options
+
+    @property
+    def n_objects(self) -> int:
+        return self.spec.n_objects
+
+    @property
+    def blicket_prob(self) -> np.ndarray:
+        return self.result.blicket_probs[self.index]
+
+    @property
+    def rule_prob(self) -> dict[str, float]:
+        return dict(zip(self.result.rule_names, self.result.rule_probs[self.index].tolist(), strict=True))
+
+    @property
+    def entropy(self) -> float:
+        """Entropy of the guide over (blicket set, rule), bits: ``H(q(rule)) + sum_r q(r) sum_i H_b(q_ri)``."""
+        rp = torch.as_tensor(self.result.rule_probs[self.index], dtype=torch.float64)
+        q = torch.sigmoid(torch.as_tensor(self.result.blicket_logits[self.index], dtype=torch.float64))  # [R, N]
+        per_rule = binary_entropy_bits(q).sum(-1)
+        if rp.numel() == 0:
+            return float(per_rule[0])
+        h_rule = -(rp * torch.log2(rp.clamp_min(1e-300))).sum()
+        return float(h_rule + (rp * per_rule).sum())
+
+    def map(self) -> tuple[tuple[int, ...], str]:
+        """Most probable rule under q, and the objects with q(blicket | that rule) > 0.5."""
+        r = int(np.argmax(self.result.rule_probs[self.index]))
+        members = np.flatnonzero(self.result.blicket_logits[self.index, r] > 0)
+        return tuple(members.tolist()), self.result.rule_names[r]
+
+    def hypotheses(self, top: int | None = None) -> pd.DataFrame:
+        """Not available: SVI does not enumerate hypotheses (use :meth:`map`, ``blicket_prob``, ``rule_prob``)."""
+        raise NotImplementedError("SVI beliefs do not enumerate hypotheses; use .map(), .blicket_prob and "
+                                  ".rule_prob, or method='exact' when the space is small enough")
+
+    def update(self, objects, lit) -> SVIBeliefs:
+        """Beliefs after one more observation: SVI refitted on the longer history with the same options."""
+        if self.history is None:
+            raise ValueError("these SVIBeliefs do not know their history (built by svi_fit directly); use "
+                             "causalplay.infer(..., method='svi') to get updatable beliefs")
+        hist = self.history.append(objects, lit)
+        opts = self.options or SVIOptions()
+        return svi_beliefs(self.spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
+                           **dataclasses.asdict(opts))[0]
+
+    def _samples(self) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(self.seed)
+        rp = torch.as_tensor(self.result.rule_probs[self.index])
+        rule = torch.multinomial(rp, self.n_samples, replacement=True, generator=g)
+        probs = torch.sigmoid(torch.as_tensor(self.result.blicket_logits[self.index]))[rule]
+        sets = torch.bernoulli(probs, generator=g)
+        return rule, sets
+
+    def _lit_probs(self, trials: np.ndarray) -> torch.Tensor:
+        rule, sets = self._samples()
+        k = (sets.to(torch.float64) @ torch.as_tensor(trials, dtype=torch.float64).T).long()  # [M, D]
+        table = self.spec.lit_table(torch.float64)
+        return table[rule[:, None], k]
+
+    def predict(self, objects) -> float:
+        vec = parse_trial(objects, self.n_objects, where="predict")
+        return float(self._lit_probs(vec[None]).mean())
+
+    def eig(self, trials=None, target: str = "joint") -> np.ndarray:
+        if check_target(target) != "joint":
+            raise ValueError("SVI beliefs estimate only target='joint' EIG; use the exact engine for others")
+        if trials is None and self.n_objects > 16:
+            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
+                             "candidate trials")
+        cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
+        P = self._lit_probs(cand)
+        return (binary_entropy_bits(P.mean(0)) - binary_entropy_bits(P).mean(0)).clamp_min(0).numpy()
+
+    def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:
+        if trials is None and self.n_objects > 16:
+            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
+                             "candidate trials")
+        cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
+        return tuple(np.flatnonzero(cand[int(np.argmax(self.eig(cand, target)))]).tolist())
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = [("blicket", str(i), float(p)) for i, p in enumerate(self.blicket_prob)]
+        rows += [("rule", k, v) for k, v in self.rule_prob.items()]
+        return pd.DataFrame(rows, columns=["kind", "item", "prob"])
+
+    def __repr__(self) -> str:
+        bp = np.array2string(self.blicket_prob, precision=3, suppress_small=True)
+        return f"SVIBeliefs(blicket_prob={bp}, rule_prob={self.rule_prob}, method='svi')"
+
+
+def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, **options) -> list[SVIBeliefs]:
+    """SVI beliefs for every history in ``batch`` (keyword arguments are :class:`SVIOptions` fields)."""
+    unknown = set(options) - {f.name for f in dataclasses.fields(SVIOptions)}
+    if unknown:
+        raise TypeError(f"unknown SVI option(s) {sorted(unknown)}; expected fields of SVIOptions")
+    opts = SVIOptions(**options)
+    result = svi_fit(batch, spec=spec, options=opts)
+    out = []
+    for i in range(batch.batch_size):
+        n = int(batch.mask[i].sum())
+        hist = History(batch.trials[i, :n].bool().cpu().numpy(), batch.lit[i, :n].bool().cpu().numpy())
+        out.append(SVIBeliefs(spec, result, i, history=hist, options=opts))
+    return out

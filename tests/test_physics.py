@@ -1,0 +1,160 @@
+"""The physics world: goal relations, invalid actions, templates, folds, AUCCESS, the Task and the gymnasium ids."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from causalplay.envs.physics import PhysicsBatch
+from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, invalid, render, simulate
+from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, action_set, folds, make_task, task_split, to_balls
+
+IDS = {"causalplay/PhysicsB-v0": "causalplay.envs.physics:make_b",
+       "causalplay/Physics2B-v0": "causalplay.envs.physics:make_2b"}
+for _id, _entry in IDS.items():
+    if _id not in gymnasium.registry:
+        gymnasium.register(_id, entry_point=_entry)
+
+
+def floor(role=OTHER):
+    return [BAR, W / 2, 0.25, W, 0.5, 0.0, 0, role]
+
+
+def test_touching_held_is_solved_and_a_glancing_touch_is_not():
+    ball = [BALL, 5.0, 3.0, 0.5, 0, 0, 1, GOAL]
+    assert simulate(np.array([floor(TARGET), ball])).solved  # lands at 0.68 s and rests on the target
+    # the same fall against a 0.6-s horizon: contact starts at ~0.68 s, so it is never held
+    assert not simulate(np.array([floor(TARGET), ball]), horizon=0.6).solved
+    # contact begins at 0.68 s: a 1.1-s horizon leaves 0.42 s < HOLD = 0.5 s; 1.25 s leaves 0.57 s
+    assert not simulate(np.array([floor(TARGET), ball]), horizon=1.1).solved
+    assert simulate(np.array([floor(TARGET), ball]), horizon=1.25).solved
+    # target elsewhere: the ball rests on a black floor, never touching the purple pad
+    assert not simulate(np.array([floor(), ball, [BAR, 8.5, 0.6, 1.0, 0.2, 0, 0, TARGET]])).solved
+    # a steep purple slab the ball glances off: contact shorter than HOLD
+    slab = [BAR, 5.3, 2.0, 0.6, 0.2, 1.2, 0, TARGET]
+    r = simulate(np.array([floor(), ball, slab]), record=1)
+    assert r.valid and not r.solved and abs(r.traj[-1, 1, 0] - 5.0) > 0.5  # it did hit and roll away
+
+
+def test_dynamic_target_and_action_ball():
+    """A ball dropped by the action knocks a green ball off a shelf onto the purple floor."""
+    scene = np.array([floor(TARGET), [BAR, 4.0, 3.0, 2.0, 0.3, 0, 0, OTHER], [BALL, 4.6, 3.55, 0.4, 0, 0, 1, GOAL]])
+    assert not simulate(scene).solved
+    assert simulate(scene, [[4.9, 6.0, 0.5]]).solved  # lands on the green ball's right side, pushes it left? off
+    assert not simulate(scene, [[1.0, 8.0, 0.3]]).solved  # far away: nothing happens to the green ball
+
+
+def test_invalid_actions_are_rejected():
+    scene = np.array([floor(), [BAR, 5.0, 3.0, 2.0, 1.0, 0.0, 0, OTHER], [BALL, 2.0, 1.0, 0.5, 0, 0, 1, GOAL]])
+    # by hand: the box spans x 4..6, y 2.5..3.5; a ball at (6.3, 3.0) r=0.25 is 0.05 clear; r=0.35 overlaps
+    balls = np.array([[[6.3, 3.0, 0.25]], [[6.3, 3.0, 0.35]], [[2.0, 2.0, 0.49]], [[2.0, 2.0, 0.51]],
+                      [[0.2, 5.0, 0.25]], [[0.2, 5.0, 0.21]], [[5.0, 9.8, 0.25]]])
+    assert invalid(scene, balls).tolist() == [False, True, False, True, True, False, True]
+    # corner: distance from (6.3, 3.8) to the corner (6, 3.5) is sqrt(0.18) = 0.424
+    assert invalid(scene, np.array([[[6.3, 3.8, 0.43]], [[6.3, 3.8, 0.42]]])).tolist() == [True, False]
+    assert not simulate(scene, [[6.3, 3.0, 0.35]]).valid
+    # two balls of one action may not overlap each other
+    assert invalid(scene, np.array([[[8, 6, 0.5], [8.9, 6, 0.5]], [[8, 6, 0.5], [9.1, 6, 0.3]]])).tolist() == [True,
+                                                                                                            False]
+    batch = PhysicsBatch([make_task("B", 0, 0)], "B", budget=3)
+    batch.reset()
+    inside = np.array([[0.0, 0.0, 1.0]])  # a radius-1 ball at the corner leaves the world
+    batch.step(inside)
+    assert batch.attempts[0] == 0 and batch.invalid[0] == 1 and not batch.done[0]
+
+
+def test_render_uses_phyre_colours():
+    scene = np.array([floor(TARGET), [BALL, 5.0, 5.0, 1.0, 0, 0, 1, GOAL], [BAR, 2, 5, 1, 1, 0, 1, OTHER]])
+    img = render(scene, balls=[[8.0, 8.0, 0.5]], res=100)
+    assert img.shape == (100, 100)
+    assert img[50, 50] == 2 and img[99, 10] == 4 and img[50, 20] == 5 and img[20, 80] == 1 and img[5, 5] == 0
+    # disc area in pixels ~ pi r^2 (10 px per unit)
+    assert abs((img == 2).sum() - math.pi * 100) < 0.05 * math.pi * 100
+
+
+@pytest.mark.parametrize("tier", ["B", "2B"])
+def test_every_template_is_solvable_and_deterministic(tier):
+    """Task 0 of every template: the stored solution solves it, the empty scene does not, regeneration matches."""
+    m = 1 if tier == "B" else 2
+    for t in range(len(TEMPLATES)) if tier == "B" else (0, 7, 10):
+        task = make_task(tier, t, 0)
+        assert task.solution.shape == (3 * m,)
+        assert simulate(task.scene, to_balls(task.solution)[0]).solved
+        assert not simulate(task.scene).solved
+        again = make_task(tier, t, 0)
+        assert np.array_equal(task.scene, again.scene) and np.array_equal(task.solution, again.solution)
+    assert len(TEMPLATES) >= 25
+
+
+def test_folds_are_deterministic_and_partition_the_tasks():
+    keys = [f"{t:02d}:{i:03d}" for t in range(len(TEMPLATES)) for i in range(N_TASKS)]
+    tests = []
+    for fold in range(10):
+        f = folds("B", fold, "within", keys)
+        assert sorted(f["train"] + f["dev"] + f["test"]) == sorted(keys)
+        # each template contributes exactly a tenth of its tasks to test and to dev
+        assert pd.Series([k[:2] for k in f["test"]]).value_counts().eq(N_TASKS // 10).all()
+        tests += f["test"]
+        assert f == folds("B", fold, "within", keys)
+    assert sorted(tests) == sorted(keys)  # every task is tested in exactly one fold
+    cross = [{k[:2] for k in folds("B", fold, "cross", keys)["test"]} for fold in range(10)]
+    assert sorted(t for c in cross for t in c) == [f"{t:02d}" for t in range(len(TEMPLATES))]
+    f0 = folds("B", 0, "cross", keys)
+    assert not {k[:2] for k in f0["test"]} & {k[:2] for k in f0["train"] + f0["dev"]}
+    assert folds("2B", 0, "within", keys)["test"] != folds("B", 0, "within", keys)["test"]  # tiers hash apart
+    assert task_split("B", "03:017", 4, "within") == task_split("B", "03:017", 4, "within")
+    with pytest.raises(ValueError, match="fold"):
+        task_split("B", "03:017", 10, "within")
+    assert np.array_equal(action_set("2B"), action_set("2B")) and action_set("2B").shape == (1000, 6)
+
+
+def test_auccess_of_a_hand_written_success_curve():
+    from causalplay.bench.physics import summarise
+
+    # solved at attempts 1 and 3, one at 100, one never: s_1 = s_2 = 1/4, s_3..s_99 = 1/2, s_100 = 3/4
+    want = (0.25 * math.log(3) + 0.5 * (math.log(100) - math.log(3)) + 0.75 * (math.log(101) - math.log(100)))
+    want = 100 * want / math.log(101)
+    rec = pd.DataFrame({"tier": "B", "setting": "within", "agent": "x", "fold": 0, "solved_at": [1, 3, 0, 100]})
+    out = summarise(rec)
+    assert out.auccess_mean[0] == pytest.approx(want, abs=1e-9)
+    assert out.success10_mean[0] == pytest.approx(50.0)
+
+
+def test_batch_task_budget_and_record():
+    task = make_task("B", 0, 1)
+    batch = PhysicsBatch([task, task], "B", budget=2)
+    obs = batch.reset()
+    assert obs.shape == (2, batch.obs_size)
+    far = np.array([[0.05, 0.9, 0.0], task.solution])
+    _, rew, term, trunc = batch.step(far)
+    assert rew.tolist() == [0.0, 1.0] and term.tolist() == [False, True]
+    _, rew, term, trunc = batch.step(far)
+    assert trunc.tolist() == [True, False] and rew.tolist() == [0.0, 0.0]  # row 1 had ended: ignored
+    rec = batch.record()
+    assert rec["solved_at"].tolist() == [0, 1] and rec["attempts"].tolist() == [2, 1]
+    with pytest.raises(ValueError, match="action"):
+        batch.step(np.array([[2.0, 0.5, 0.5]] * 2))
+
+
+@pytest.mark.parametrize("env_id", list(IDS))
+def test_gym_ids_check_env_and_seeded_rollouts_match(env_id):
+    kw = {"templates": (0, 2), "n_tasks": 2}
+    env = gymnasium.make(env_id, **kw)
+    check_env(env.unwrapped, skip_render_check=True)
+    a, b = gymnasium.make(env_id, **kw), gymnasium.make(env_id, **kw)
+    for seed in (0, 1, 2):
+        oa, ia = a.reset(seed=seed)
+        ob, ib = b.reset(seed=seed)
+        assert ia == ib and all(np.array_equal(oa[k], ob[k]) for k in oa)
+        act = a.action_space.sample()
+        ra, rb = a.step(act), b.step(act)
+        assert ra[1:3] == rb[1:3] and ra[4] == rb[4]
+    obs, _ = a.reset(seed=0)
+    assert obs["image"].shape == (256, 256) and obs["objects"].shape[1] == 8
+    with pytest.raises(ValueError, match="action"):
+        a.step(np.full(a.action_space.shape, 1.5, dtype=np.float32))
