@@ -29,11 +29,14 @@ def test_export_command(tmp_path):
 
     from causalplay.data import load_trials
     from causalplay.serve.app import ServeConfig, create_app
+    from causalplay.serve.study import Study
 
     db = f"sqlite:///{tmp_path / 'c.db'}"
-    c = TestClient(create_app(ServeConfig(db=db, admin_token="c" * 20)), base_url="http://127.0.0.1")
+    c = TestClient(create_app(ServeConfig(db=db, admin_token="c" * 20, study=Study(raw_ids=True))),
+                   base_url="http://127.0.0.1")
     c.post("/consent", data={"consent": "yes", "pid": "C1"})
     c.post("/check", data={"how": "test", "count": "2", "when": "ready"})
+    c.post("/practice/done")
     c.post("/test", data={"seq": "1", "objects": ["2", "3"]})
     c.post("/judge", data={"blickets": ["2", "3"], "rule": "conjunctive"})
     r = RUN.invoke(app, ["export", "--db", db, "--out", str(tmp_path / "out")])
@@ -52,3 +55,8 @@ def test_serve_command_rejects_bad_settings(tmp_path):
     assert r.exit_code != 0 and "task must be one of" in r.output
     r = RUN.invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--admin-token", "short"])
     assert r.exit_code != 0 and "at least 16 characters" in r.output
+    (tmp_path / "study.toml").write_text('task = "ivre"\n[[conditions]]\nn_blickets = 1\nrule = "conjunctive"\n')
+    r = RUN.invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--study", str(tmp_path / "study.toml")])
+    assert r.exit_code != 0 and "never lights" in r.output
+    r = RUN.invoke(app, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--study", str(tmp_path / "none.toml")])
+    assert r.exit_code != 0 and "none.toml" in r.output

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
-from sqlalchemy import text  # noqa: E402
+from sqlalchemy import select, text  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
 from causalplay.serve.store import Base, Participant, TrialRow, export_trials, open_db  # noqa: E402
@@ -65,8 +65,28 @@ def test_migration_matches_models_and_sqlite_is_durable(tmp_path):
         assert compare_metadata(MigrationContext.configure(c), Base.metadata) == []
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
-        assert c.execute(text("select version_num from alembic_version")).scalar() == "0001"
+        assert c.execute(text("select version_num from alembic_version")).scalar() == "0002"
     open_db(f"sqlite:///{tmp_path / 'a.db'}")  # a second start on a migrated database is a no-op
+
+
+def test_upgrade_from_0001_keeps_sessions(tmp_path):
+    from causalplay.serve.store import make_engine, upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    upgrade(engine, "0001")
+    with engine.begin() as c:
+        c.execute(text("insert into participants (code, code_source, session_token, task, slot, condition, "
+                       "design_seed, episode_seed, n_objects, rule, true_blickets, stage, check_attempts, n_tests, "
+                       "consented_at) values ('OLD1', 'prolific', 'tok', 'causalplay/Nexiom-v0', 0, 3, 0, 5, 4, "
+                       "'disjunctive', '0 1', 'task', 1, 0, 1234.5)"))
+    open_db(url)
+    with Session(engine) as s:
+        p = s.scalars(select(Participant)).one()
+        # older sessions: last active at consent, exported under their code, no resume code
+        assert (p.last_active_at, p.export_id, p.resume_code, p.code) == (1234.5, None, None, "OLD1")
+    assert export_trials(url, tmp_path / "o", include_incomplete=True) == (1, 0)
+    assert (tmp_path / "o" / "participants.csv").read_text().splitlines()[1].startswith("OLD1,")
 
 
 def test_export_is_the_documented_schema_row_by_row(tmp_path):

@@ -3,13 +3,16 @@
 Three tables (``causalplay/serve/migrations`` creates them; :func:`open_db` upgrades a database to the newest
 revision on start):
 
-* ``participants`` -- one row per session: the participant code (``PROLIFIC_PID`` or generated), the secret
-  session token held in the browser's cookie, the task, the assignment slot and condition, the episode seed,
-  the true world (server side only), the stage reached, timestamps and the final judgements.
+* ``participants`` -- one row per session: the participant code (``PROLIFIC_PID`` or generated), Prolific's
+  ``STUDY_ID`` and ``SESSION_ID``, the id the export carries (a salted hash of the code unless the study asks
+  for raw ids), the secret session token held in the browser's cookie and the resume code, the task, the
+  consent-order slot and condition, the episode seed, the true world (server side only), the stage reached,
+  timestamps (consent, task start, last state change, end) and the final judgements.
 * ``tests`` -- one row per panel the participant saw, in order: the task's context panels
   (``source="context"``, written when the session starts) and the participant's own tests
   (``source="participant"``).
-* ``events`` -- an append-only log of every state change (consent, comprehension answers, tests, judgement).
+* ``events`` -- an append-only log of every state change (consent, comprehension answers, practice tests,
+  tests, resumes, judgement).
 
 Durability: every request that changes state runs in one transaction that is committed before the response is
 sent. SQLite is opened in WAL mode with ``synchronous=FULL`` and every transaction starts with
@@ -73,6 +76,12 @@ class Participant(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     judged_blickets: Mapped[str | None] = mapped_column(String(64), nullable=True)
     rule_choice: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # revision 0002: recoverable sessions, Prolific ids, pseudonymous export, abandonment by idle time
+    resume_code: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    export_id: Mapped[str | None] = mapped_column(String(128), nullable=True)  # None (older rows): the code
+    study_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    last_active_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     tests: Mapped[list[TrialRow]] = relationship(back_populates="participant", order_by="TrialRow.test")
 
@@ -102,10 +111,11 @@ class Event(Base):
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
 
 
-def log_event(session: Session, participant: Participant | None, kind: str, **payload) -> None:
-    """Append one event (inside the caller's transaction)."""
-    session.add(Event(participant_id=None if participant is None else participant.id, kind=kind,
-                      payload=json.dumps(payload, sort_keys=True), created_at=time.time()))
+def log_event(session: Session, participant: Participant, kind: str, **payload) -> None:
+    """Append one event (inside the caller's transaction); it is the participant's latest activity."""
+    participant.last_active_at = now = time.time()
+    session.add(Event(participant_id=participant.id, kind=kind, payload=json.dumps(payload, sort_keys=True),
+                      created_at=now))
 
 
 def make_engine(url: str, *, write: bool = True) -> Engine:
@@ -203,11 +213,11 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
         rows = [p for p in s.scalars(q).all() if include_incomplete or p.stage == "done"]
         prow, trow = [], []
         for p in rows:
-            done = p.stage == "done"
+            done, pid = p.stage == "done", p.export_id or p.code
             judged = p.judged_blickets if done else ""
             choice = (p.rule_choice or "") if done else ""
             prow.append({
-                "participant": p.code, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
+                "participant": pid, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
                 "blickets_correct": str(set(judged.split()) == set(p.true_blickets.split())).lower(),
                 "rule_choice": choice, "rule_correct": str(choice == p.rule).lower(),
                 "n_tests": len(p.tests),
@@ -221,7 +231,7 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
                 if t.source == "participant":
                     since = None if prev is None else max(t.created_at - prev, 0.0)
                     prev = t.created_at
-                trow.append({"participant": p.code, "test": t.test, "objects_on": t.objects_on,
+                trow.append({"participant": pid, "test": t.test, "objects_on": t.objects_on,
                              "lit": str(bool(t.lit)).lower(), "seconds_since_previous": _fmt(since),
                              "source": t.source})
     out.mkdir(parents=True, exist_ok=True)

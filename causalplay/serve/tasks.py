@@ -1,19 +1,22 @@
 """The tasks people play in ``causalplay serve``: the package's own batched Tasks, one row per participant.
 
 The server never keeps a Task in memory between requests: for every test it rebuilds the participant's row
-from the stored episode seed and condition (``causalplay.envs.make_batch(env_id, 1, seed=episode_seed)``),
+from the stored episode seed and condition (``causalplay.envs.make_batch(env_id, 1, seed=episode_seed, ...)``),
 replays the stored tests and steps the new one. The machine, rules, noise and seeds are therefore exactly the
 ones agents face in the gymnasium envs and the benchmark, and a restarted server continues every session
 where it stopped.
 
-Conditions (counterbalanced by :func:`assign_condition`):
+Conditions (counterbalanced by :func:`assign_condition`; a study file may list its own, ``docs/serve.md``):
 
 * ``nexiom`` (``causalplay/Nexiom-v0``): 2 rules x 6 blicket pairs of the 4 objects = 12 conditions, each fixed
   with ``NexiomBatch.reset(rule_idx=, blickets=)``; up to 16 tests, no context panels.
-* ``ivre`` (``causalplay/IVRE-v0``) / ``est`` (``causalplay/EST-v1``): the number of blickets (1-4 / 3-8, the
-  task's own range) is the condition (``make_batch(..., n_blickets=(k,))``); which objects are blickets, the
-  objects' looks and the 4 context panels come from the episode seed. The context panels are shown before
-  the first test; the participant then runs the task's ``horizon - n_context`` tests (6).
+* ``ivre`` (``causalplay/IVRE-v0``) / ``est`` (``causalplay/EST-v1``): the number of blickets and the rule
+  (``make_batch(..., n_blickets=(k,), rule=...)``): 2-4 / 3-8 blickets x {disjunctive, conjunctive} = 6 / 12
+  conditions (a conjunctive machine needs 2 blickets, so IVRE's 1-blicket world is left out to keep the rules
+  balanced); with ``randomise_rule=False`` the task's own rule (disjunctive) and its whole range 1-4 / 3-8.
+  Which objects are blickets, the objects' looks and the 4 context panels come from the episode seed. The
+  context panels are shown before the first test; the participant then runs up to the task's
+  ``horizon - n_context`` tests (6).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["TASKS", "ServedTask", "World", "assign_condition", "episode_seed", "get_task"]
+__all__ = ["TASKS", "ServedTask", "World", "assign_condition", "episode_seed"]
 
 #: Short names accepted by ``causalplay serve --task`` and the environment ids they serve.
 TASKS = {"nexiom": "causalplay/Nexiom-v0", "ivre": "causalplay/IVRE-v0", "est": "causalplay/EST-v1"}
+RULES = ("disjunctive", "conjunctive")
 
 
 @dataclass(frozen=True)
@@ -43,17 +47,20 @@ class World:
     context: tuple[tuple[tuple[int, ...], bool], ...]  # (objects on, lit) per context panel
 
 
-def assign_condition(design_seed: int, slot: int, n_conditions: int) -> int:
-    """Counterbalanced condition of the ``slot``-th participant (0-based): permuted blocks.
+def assign_condition(design_seed: int, counts) -> int:
+    """The condition for the next participant, given how many sessions hold each condition (``counts[c]``).
 
-    Slots ``k * n_conditions .. (k + 1) * n_conditions - 1`` receive every condition exactly once, in an order
-    drawn from ``numpy.random.default_rng([design_seed, k])`` -- so after any number of participants the
-    counts of two conditions differ by at most one, and the order is reproducible from the seed.
+    ``counts`` are the sessions that completed or are still active (abandoned ones free their condition).
+    The next participant gets a condition with the fewest; ties are broken by the order of the permuted block
+    ``numpy.random.default_rng([design_seed, m]).permutation(C)`` where ``m`` is that fewest count. Without
+    abandoned sessions this is exactly permuted-block randomisation: the ``k``-th participant gets position
+    ``k % C`` of block ``k // C``, so every block of ``C`` consecutive participants covers every condition once.
     """
-    if slot < 0 or n_conditions < 1:
-        raise ValueError(f"need slot >= 0 and n_conditions >= 1, got {slot} and {n_conditions}")
-    block, pos = divmod(slot, n_conditions)
-    return int(_block(design_seed, block, n_conditions)[pos])
+    counts = [int(c) for c in counts]
+    if not counts or min(counts) < 0:
+        raise ValueError(f"counts must be a non-empty list of counts >= 0, got {counts}")
+    m = min(counts)
+    return next(c for c in _block(design_seed, m, len(counts)) if counts[c] == m)
 
 
 @lru_cache(maxsize=256)
@@ -67,32 +74,70 @@ def episode_seed(design_seed: int, slot: int) -> int:
 
 
 class ServedTask:
-    """A task served to people. ``name`` is a key of :data:`TASKS` or one of its environment ids."""
+    """A task served to people. ``name`` is a key of :data:`TASKS` or one of its environment ids.
 
-    def __init__(self, name: str):
+    ``conditions`` (dicts with ``rule`` and ``blickets`` for Nexiom, ``n_blickets`` and optionally ``rule`` for
+    IVRE/EST, and an optional ``label``) replace the default ones; ``max_tests`` (0: the task's own) caps the
+    tests; ``randomise_rule`` picks the IVRE/EST defaults (see the module docstring).
+    """
+
+    def __init__(self, name: str, conditions=(), max_tests: int = 0, randomise_rule: bool = True):
         ids = {v: k for k, v in TASKS.items()}
-        if name in ids:
-            name = ids[name]
+        name = ids.get(name, name)
         if name not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)} (or their ids {sorted(ids)}), got {name!r}")
         self.name, self.env_id = name, TASKS[name]
-        probe = self._make(0, None)
-        self.n_objects = probe.n_objects
-        self.n_context = probe.n_context
+        probe = self._make(0, {})
+        self.n_objects, self.n_context = probe.n_objects, probe.n_context
+        self.rule_names = RULES  # the judgement options people are offered
         if name == "nexiom":
-            pairs = list(itertools.combinations(range(self.n_objects), probe.count))
-            self.conditions: list[dict] = [{"rule_idx": r, "blickets": list(b)} for r in (0, 1) for b in pairs]
-            self.rule_names = tuple(r.name for r in probe.rules)
-            self.max_tests = probe.budget
+            own = probe.budget
+            default = [{"rule": r.name, "blickets": list(b)} for r in probe.rules
+                       for b in itertools.combinations(range(self.n_objects), probe.count)]
         else:
-            self.conditions = [{"n_blickets": int(k)} for k in probe.config.n_blickets]
-            self.rule_names = ("disjunctive", "conjunctive")  # the judgement options people are offered
-            self.max_tests = probe.horizon - probe.n_context
+            own, ks = probe.horizon - probe.n_context, [int(k) for k in probe.config.n_blickets]
+            default = ([{"n_blickets": k, "rule": r} for r in RULES for k in ks if k >= 2] if randomise_rule
+                       else [{"n_blickets": k} for k in ks])
+        self.conditions = [self._condition(dict(c), probe) for c in (conditions or default)]
+        self.labels = [c.pop("label") for c in self.conditions]
+        if not (isinstance(max_tests, int) and 0 <= max_tests <= own):
+            raise ValueError(f"max_tests must be an integer 1..{own} for {name} (0: all {own}), got {max_tests!r}")
+        self.max_tests = max_tests or own
 
-    def _make(self, seed: int, condition: dict | None):
+    def _condition(self, c: dict, probe) -> dict:
+        """``c`` checked against the task, with its label."""
+        keys = {"label", "rule", "blickets"} if self.name == "nexiom" else {"label", "rule", "n_blickets"}
+        need = {"rule", "blickets"} if self.name == "nexiom" else {"n_blickets"}
+        if not need <= set(c) <= keys:
+            raise ValueError(f"a {self.name} condition needs {sorted(need)} and may have {sorted(keys - need)}; "
+                             f"got {c}")
+        rule = c.get("rule")
+        if rule is not None and rule not in RULES:
+            raise ValueError(f"condition rule must be one of {list(RULES)}, got {rule!r} in {c}")
+        if self.name == "nexiom":
+            b = c["blickets"]
+            if not (isinstance(b, list) and b and len(set(b)) == len(b)
+                    and all(type(i) is int and 0 <= i < self.n_objects for i in b)):
+                raise ValueError(f"condition blickets must be distinct object indices 0..{self.n_objects - 1}, "
+                                 f"got {b!r}")
+            c.setdefault("label", f"{rule}, blickets {' '.join(map(str, sorted(b)))}")
+            return c
+        k, ks = c["n_blickets"], [int(x) for x in probe.config.n_blickets]
+        if type(k) is not int or k not in ks:
+            raise ValueError(f"condition n_blickets must be one of {ks} for {self.name}, got {k!r}")
+        if rule == "conjunctive" and k < 2:
+            raise ValueError(f"a conjunctive machine with {k} blicket never lights; use n_blickets >= 2 in {c}")
+        c.setdefault("label", f"{k} blicket{'s' * (k != 1)}" + (f", {rule}" if rule else ""))
+        return c
+
+    def _make(self, seed: int, condition: dict):
         from causalplay.envs import make_batch
 
-        kw = {} if condition is None or "n_blickets" not in condition else {"n_blickets": (condition["n_blickets"],)}
+        kw = {}
+        if "n_blickets" in condition:
+            kw["n_blickets"] = (condition["n_blickets"],)
+            if condition.get("rule"):
+                kw["rule"] = condition["rule"]  # the env's own machinery draws the world under this rule
         return make_batch(self.env_id, 1, seed=seed, **kw)
 
     def _start(self, condition: dict, seed: int):
@@ -100,7 +145,7 @@ class ServedTask:
         if self.name == "nexiom":
             b = np.zeros((1, self.n_objects), dtype=bool)
             b[0, condition["blickets"]] = True
-            task.reset(rule_idx=[condition["rule_idx"]], blickets=b)
+            task.reset(rule_idx=[[r.name for r in task.rules].index(condition["rule"])], blickets=b)
         else:
             task.reset()
             # actions 1..C-1 only move through the context panels; their trials are ignored by the task
@@ -122,7 +167,7 @@ class ServedTask:
         """The episode of a participant in ``condition`` (an index of :attr:`conditions`) with ``seed``."""
         return self._world(int(condition), int(seed))
 
-    @lru_cache(maxsize=4096)  # noqa: B019  (one ServedTask per name lives for the process; worlds are tiny)
+    @lru_cache(maxsize=4096)  # noqa: B019  (one ServedTask per app lives for the process; worlds are tiny)
     def _world(self, condition: int, seed: int) -> World:
         cond = self.conditions[condition]
         task = self._start(cond, seed)
@@ -148,9 +193,3 @@ class ServedTask:
         if self.name == "nexiom":
             return bool(task.lit_now[0])
         return bool(task.lit[0, self.n_context + len(past)])
-
-
-@lru_cache(maxsize=8)
-def get_task(name: str) -> ServedTask:
-    """A shared :class:`ServedTask` per name (building one probes the environment once)."""
-    return ServedTask(name)
