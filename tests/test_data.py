@@ -99,15 +99,16 @@ def test_bad_cell_is_reported_with_file_row_column_value(tmp_path, file, row, co
 
 def test_largest_valid_object_index_is_accepted(tmp_path):
     """Index n_objects - 1 is the last valid one (the boundary beside the rejected index == n_objects); when
-    n_objects is not given it is the largest index mentioned plus one."""
+    n_objects is given neither as an argument nor as a column it is an error, never guessed from the indices."""
     folder = _copy(tmp_path, "tests.csv", 4, "objects_on", "3 0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the edited outcome may be flagged impossible; that is not the point
         d = load_trials(folder, n_objects=4)
         assert d.tests.loc[4, "objects_on"] == (0, 3) and d.n_objects == 4
-        assert load_trials(folder).n_objects == 4
         e = _copy(tmp_path / "e", "participants.csv", 6, "judged_blickets", "6")
-        assert load_trials(e).n_objects == 7
+        with pytest.raises(DataValidationError, match=r"column 'n_objects', value '': the number of objects is "
+                           r"not given.*largest index in the files is 6, so N >= 7\)$"):
+            load_trials(e)
 
 
 def test_duplicate_participant(tmp_path):
@@ -215,7 +216,7 @@ def test_valid_folder_parses_every_column(tmp_path):
         ["C,1,0 1,0,1e3", "A,1,1 0,true,3.5", "A,2,2,FALSE,"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        t = load_trials(d)
+        t = load_trials(d, n_objects=3)
     assert t.n_objects == 3 and t.source == str(d) and t.flags == [] and t.ids == ["B", "C", "A"]
     p = t.participants.set_index("participant")
     assert p.loc["A", "true_blickets"] == (0, 1) and p.loc["A", "judged_blickets"] == (0, 1)
@@ -259,7 +260,7 @@ def test_valid_folder_parses_every_column(tmp_path):
     e = _folder(tmp_path, "empty", ["A,disjunctive,,,,1"], ["A,1,,false"],
                 p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
                 t_head="participant,test,objects_on,lit")
-    one = load_trials(e)
+    one = load_trials(e, n_objects=1)
     assert one.n_objects == 1 and one.tests.loc[0, "objects_on"] == () and "round" not in one.participants
     assert load_trials(e, n_objects=1).n_objects == 1  # the smallest valid n_objects
     with pytest.raises(ValueError, match=r"^this data has no round column: one round per participant \(see the "
@@ -275,7 +276,7 @@ def test_valid_folder_parses_every_column(tmp_path):
 
 def test_every_problem_is_reported_with_its_exact_text(tmp_path):
     unknown = ("unknown rule {!r}; expected one of ('disjunctive', 'conjunctive', 'threshold<m>') or a "
-               "causalplay.rules.Rule")
+               "causalplay.core.rules.Rule")
     d = _folder(tmp_path, "bad", [
         "A,disjunctive,0 1,0 1,disjunctive,2,true,true,false,1,L,1,",       # row 2: valid
         " ,conjunctive,0,0,,0,true,,,,L,2,",                                # 3: empty code, rule_correct ''
@@ -289,29 +290,25 @@ def test_every_problem_is_reported_with_its_exact_text(tmp_path):
     P, T = "participants.csv", "tests.csv"
     want = [
         (P, 3, "participant", " ", "empty participant code"),
-        (P, 3, "rule_correct", "", "expected true/false"),
-        (P, 3, "prior_experience", "", "expected true/false"),
         (P, 4, "participant", "A", "duplicate participant code (first at row 2)"),
         (P, 4, "rule", "sometimes", unknown.format("sometimes")),
-        (P, 4, "true_blickets", "0 x", "expected space-separated object indices (non-negative integers), e.g. '0 2'"),
+        (P, 4, "true_blickets", "0 x", "expected space-separated object indices (0-based non-negative integers), "
+                                       "e.g. '0 2'"),
         (P, 4, "judged_blickets", "1 1", "an object index is repeated"),
         (P, 4, "rule_choice", "both", unknown.format("both")),
         (P, 4, "n_tests", "-1", "expected a non-negative integer"),
-        (P, 4, "blickets_correct", "yes", "expected true/false"),
-        (P, 4, "prior_experience", "maybe", "expected true/false"),
+        (P, 4, "blickets_correct", "yes", "expected true/false (or empty)"),
+        (P, 4, "prior_experience", "maybe", "expected true/false (or empty)"),
         (P, 4, "round", "x", "expected a positive integer (1-based round of the learner)"),
         (P, 4, "learner", "", "empty learner code (needed with a round column)"),
         (P, 4, "round_seconds", "inf", "expected a number >= 0 (or empty)"),
-        (P, 5, "true_blickets", "0 5", "object index outside range(n_objects=4)"),
-        (P, 5, "prior_experience", "", "expected true/false"),
+        (P, 5, "true_blickets", "0 5", "object index 5 is outside range(n_objects=4): objects are numbered from 0, "
+                                       "so the largest index is 3"),
         (P, 5, "round_seconds", "soon", "expected a number >= 0 (or empty)"),
         (P, 5, "rule_correct", "false", "disagrees with rule/rule_choice"),  # D chose its true rule
-        (P, 6, "rule_correct", "", "expected true/false"),
-        (P, 6, "prior_experience", "", "expected true/false"),
         (P, 6, "round_seconds", "nan", "expected a number >= 0 (or empty)"),
         (P, 6, "blickets_correct", "false", "disagrees with true_blickets/judged_blickets"),
         (P, 7, "n_tests", "x", "expected a non-negative integer"),
-        (P, 7, "prior_experience", "", "expected true/false"),
         (P, 7, "rule_correct", "true", "disagrees with rule/rule_choice"),  # F chose conjunctive, rule disjunctive
         (T, 3, "participant", "Q", "participant code not in participants.csv"),
         (T, 4, "test", "3", "tests of A must be numbered 1, 2, ... in order; expected 2"),
@@ -328,7 +325,7 @@ def test_every_problem_is_reported_with_its_exact_text(tmp_path):
     assert got == want
     text = str(e.value)
     assert text.startswith(f"{len(want)} bad value(s) in the trial data:\n  participants.csv, row 3, column "
-                           "'participant', value ' ': empty participant code\n  participants.csv, row 3,")
+                           "'participant', value ' ': empty participant code\n  participants.csv, row 4,")
     assert text.endswith(f"\n  ... and {len(want) - 25} more") and text.count("\n  ") == 26
 
 
