@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 import causalplay
 
@@ -15,6 +16,8 @@ import causalplay
     ([[0, 1]], 2, TypeError, "objects must be an index list such as"),
     (5, 2, TypeError, "history must be a list"),
     ([(np.array([True, False, True]), True)], 2, ValueError, "has length 3, expected n_objects=2"),
+    ([(torch.tensor(2), True)], 3, ValueError, r"0-d Tensor tensor\(2\); a single object is a one-element list: \[2\]"),
+    ([(np.array(1), True)], None, ValueError, r"0-d ndarray array\(1\); a single object is a one-element list: \[1\]"),
 ])
 def test_malformed_history(history, n, exc, match):
     with pytest.raises(exc, match=match):
