@@ -9,8 +9,8 @@ from causalplay.envs import make_batch
 from obs import panel_obs
 
 from causalplay.agents import AGENTS, EIGAgent, PlannerAgent, TaskInfo, make_agent, map_side_belief
+from causalplay.agents.base import task_beliefs
 from causalplay.agents.notears import NotearsAgent
-from causalplay.agents.posterior import Posterior
 from causalplay.core.rules import conjunctive, disjunctive
 
 SMALL = TaskInfo(n_objects=4, horizon=6, n_context=0, rules=(disjunctive(),))
@@ -31,15 +31,15 @@ def _brute_marginals(panels, lits, count, n, excluded=()):
 
 
 def test_posterior_count_update_and_exclusion_match_brute_force():
-    post = Posterior(SMALL, 1, dtype=torch.float64)
-    post.condition_count(torch.tensor([2]))
+    post = task_beliefs(SMALL, 1, dtype=torch.float64)
+    post.condition_count_(torch.tensor([2]))
     p = np.array([1, 1, 0, 0], dtype=bool)
-    post.update(torch.as_tensor(p)[None], torch.tensor([True]), torch.tensor([True]))
+    post.observe_(torch.as_tensor(p)[None], torch.tensor([True]), torch.tensor([True]))
     want, _ = _brute_marginals([p], [True], 2, 4)
     np.testing.assert_allclose(post.marginals()[0].numpy(), want, atol=1e-12)
     # exclude {0, 1} (code 1 + 2 = 3), then a no-op panel renormalises
-    post.exclude(torch.tensor([3]), torch.tensor([True]))
-    post.update(torch.zeros(1, 4, dtype=torch.bool), torch.tensor([False]), torch.tensor([True]))
+    post.exclude_(torch.tensor([3]), torch.tensor([True]))
+    post.observe_(torch.zeros(1, 4, dtype=torch.bool), torch.tensor([False]), torch.tensor([True]))
     want, _ = _brute_marginals([p], [True], 2, 4, excluded=[np.array([1, 1, 0, 0], dtype=bool)])
     np.testing.assert_allclose(post.marginals()[0].numpy(), want, atol=1e-12)
     np.testing.assert_array_equal(post.code_to_set(torch.tensor([3, 8]))[:, :4].numpy(),

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import causalplay
+from causalplay.core.overhypothesis import SequenceBatch
 from causalplay.data import DataValidationError, load_trials
 
 SRC = Path(__file__).resolve().parents[1] / "causalplay" / "data" / "nexiom"
@@ -36,7 +37,7 @@ def test_rounds_load_and_give_sequences(tmp_path):
     ids = d.participants["participant"].tolist()
     assert seqs["L00"][0].pairs() == hs[ids[0]].pairs() and seqs["L00"][1].pairs() == hs[ids[1]].pairs()
     # the hook: the rule prior each learner brings to round 2, learned from round 1
-    batch = causalplay.core.overhypothesis.SequenceBatch.from_sequences([s[:1] for s in seqs.values()], 4)
+    batch = SequenceBatch.from_sequences([s[:1] for s in seqs.values()], 4)
     post = causalplay.infer_overhypothesis(batch, n_blickets=2, noise=0.05)
     rho = post.predictive_rule_probs()[:, 1]
     truth = d.participants.set_index("participant").loc[ids[::2], "rule"].to_numpy()

@@ -20,7 +20,7 @@ pytest.importorskip("sb3_contrib")
 from causalplay.envs import make_batch  # noqa: E402
 
 from causalplay.agents import TaskInfo, agent_label, make_agent  # noqa: E402
-from causalplay.agents.posterior import Posterior  # noqa: E402
+from causalplay.agents.base import task_beliefs  # noqa: E402
 from causalplay.rl.envs import make_train_env, to_env_action  # noqa: E402
 from causalplay.rl.features import FeatureMap  # noqa: E402
 from causalplay.rl.train import ALGOS, TrainConfig, load_policy, read_config, train  # noqa: E402
@@ -60,15 +60,15 @@ def test_belief_features_equal_the_exact_posterior():
     obs, pobs = env.reset(), panel.reset()
     fm = FeatureMap.for_task(env, belief=True)
     assert fm.size == env.obs_size + 9
-    post = Posterior(TaskInfo.from_env(panel), 32, dtype=torch.float64)
+    post = task_beliefs(TaskInfo.from_env(panel), 32, dtype=torch.float64)
     agent = make_agent("random", seed=0)
     agent.reset(TaskInfo.from_env(panel), pobs)
     for _ in range(env.horizon):
         active = ~panel.done
-        post.update(pobs[:, :9] > 0.5, pobs[:, 9] > 0.5, active)
-        post.condition_count((pobs[:, 10] * 9).round().long())
+        post.observe_(pobs[:, :9] > 0.5, pobs[:, 9] > 0.5, active)
+        post.condition_count_((pobs[:, 10] * 9).round().long())
         w = post.log_w.exp()
-        marg = (w / w.sum(-1, keepdim=True)).reshape(32, -1, post.S).sum(1) @ post.space.sets
+        marg = (w / w.sum(-1, keepdim=True)).reshape(32, -1, post.space.n_sets).sum(1) @ post.space.sets
         f = fm(obs)
         np.testing.assert_array_equal(f[:, :env.obs_size], obs.numpy())
         np.testing.assert_allclose(f[active.numpy(), -9:], marg[active].numpy(), atol=1e-6)
@@ -78,7 +78,7 @@ def test_belief_features_equal_the_exact_posterior():
 
 
 def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_excluded():
-    """The tracked features = agents.posterior.Posterior (another code path: the core engine's observe()) after
+    """The tracked features = agents.base.task_beliefs (another code path: the core engine's observe()) after
     excluding every set the env rejected (the episode went on), with its MAP set; random beliefs make guesses."""
     B, N = 32, 9
     env = make_batch("causalplay/IVRE-Noisy-v0", B, seed=5, obs_mode="history")
@@ -87,15 +87,15 @@ def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_exclu
     fm = FeatureMap.for_task(env, tracker=True)
     fm.reset(B)
     assert fm.size == env.obs_size + 2 * N
-    post = Posterior(TaskInfo.from_env(panel), B, dtype=torch.float64)
+    post = task_beliefs(TaskInfo.from_env(panel), B, dtype=torch.float64)
     rng = np.random.default_rng(0)
     excluded = 0
     for _ in range(env.horizon):
         active = ~panel.done
-        post.update(pobs[:, :N] > 0.5, pobs[:, N] > 0.5, active)
-        post.condition_count((pobs[:, N + 1] * N).round().long())
+        post.observe_(pobs[:, :N] > 0.5, pobs[:, N] > 0.5, active)
+        post.condition_count_((pobs[:, N + 1] * N).round().long())
         w = post.log_w.exp()
-        probs = (w / w.sum(-1, keepdim=True)).reshape(B, -1, post.S).sum(1)  # [B, S] sets, rules summed out
+        probs = (w / w.sum(-1, keepdim=True)).reshape(B, -1, post.space.n_sets).sum(1)  # [B, S] sets, rules summed out
         f = fm(obs)
         on = active.numpy()
         np.testing.assert_allclose(f[on, env.obs_size:env.obs_size + N], (probs @ post.space.sets)[active].numpy(),
@@ -108,7 +108,7 @@ def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_exclu
         pobs, *_ = panel.step(a)
         obs, *_ = env.step(a)
         codes = torch.from_numpy(((belief > 0.5) << np.arange(N)).sum(1))
-        post.exclude(codes, ~panel.done)  # the env went on: that guess was wrong
+        post.exclude_(codes, ~panel.done)  # the env went on: that guess was wrong
         excluded += int((~panel.done).sum())
     assert excluded > 100
 

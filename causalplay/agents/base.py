@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from causalplay.envs.task import ObsLayout, RewardSpec
+from causalplay.core.beliefs import BatchBeliefs
 from causalplay.core.rules import Rule
+from causalplay.core.spec import HypothesisSpace, WorldSpec
+from causalplay.envs.task import ObsLayout, RewardSpec
 
-__all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief"]
+__all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief", "task_beliefs"]
 
 
 @dataclass(frozen=True)
@@ -114,3 +116,15 @@ def map_side_belief(marginals: torch.Tensor, guess: torch.Tensor, eps: float = 1
     marginals (so the JSD penalty stays small when the guess is wrong)."""
     m = marginals.to(torch.float64)
     return torch.where(guess, m.clamp_min(0.5 + eps), m.clamp_max(0.5 - eps)).clamp(0.0, 1.0)
+
+
+def task_beliefs(task: TaskInfo, batch_size: int, dtype: torch.dtype = torch.float32) -> BatchBeliefs:
+    """The agents' belief tracker: ``batch_size`` exact learners over all ``2^N`` blicket sets x the task's rules
+    (uniform over both), rule-major ``h = r * S + code`` -- a set's index is its integer code ``sum_i x_i 2^i``.
+
+    float32 by default: the agents' hot path, and their decisions (argmax of posteriors / EIG) do not need float64.
+    Update it with :meth:`~causalplay.core.beliefs.BatchBeliefs.observe_`, mask it with ``condition_count_`` /
+    ``exclude_`` (renormalised by the next ``observe_``).
+    """
+    spec = WorldSpec.from_options(task.n_objects, task.rules, blicket_prior=0.5)
+    return BatchBeliefs.prior(HypothesisSpace.build(spec, dtype=dtype), batch_size)

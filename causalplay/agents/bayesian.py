@@ -7,8 +7,7 @@ import torch
 from causalplay.core.eig import eig_bits
 from causalplay.core.history import all_trials
 
-from .base import MemoryAgent, TaskInfo, map_side_belief
-from .posterior import Posterior
+from .base import MemoryAgent, TaskInfo, map_side_belief, task_beliefs
 
 __all__ = ["EIGAgent", "PlannerAgent"]
 
@@ -39,17 +38,17 @@ class EIGAgent(MemoryAgent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        self.post = Posterior(task, self.B)
+        self.post = task_beliefs(task, self.B)
         self.cand = torch.as_tensor(all_trials(task.n_objects)).to(self.post.space.dtype)
         self.last_code = None
 
     def _belief_step(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         on, lit, count = self.remember(obs)
         if self.t == 1:
-            self.post.condition_count(count)
+            self.post.condition_count_(count)
         if self.use_not_ended and self.last_code is not None:
-            self.post.exclude(self.last_code, active)
-        self.post.update(on, lit, active)
+            self.post.exclude_(self.last_code, active)
+        self.post.observe_(on, lit, active)
         code = self.post.map_code()
         self.last_code = code
         return code
@@ -161,14 +160,15 @@ class PlannerAgent(EIGAgent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        self.oracle = Posterior(task, self.B, dtype=torch.float64)
-        self.P = self.post.space.lit_prob(self.cand).reshape(self.post.R, self.post.S, -1).float()  # [R, S, D]
+        self.oracle = task_beliefs(task, self.B, dtype=torch.float64)
+        sp = self.post.space
+        self.P = sp.lit_prob(self.cand).reshape(sp.n_rules, sp.n_sets, -1).float()  # [R, S, D]
 
     def belief_target(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if not self.oracle_beliefs:  # ablation: the EIG agent's beliefs, only the trial choice differs
             return self.post.marginals()
         on, lit, _ = self.parse(obs)
-        self.oracle.update(on, lit, active)
+        self.oracle.observe_(on, lit, active)
         return self.oracle.marginals()
 
     def solve_next_prob(self, log_w: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
@@ -176,7 +176,7 @@ class PlannerAgent(EIGAgent):
 
         ``log_w [b, H]`` is the posterior now; ``P = sum_y max_s sum_r w'(r, s) P(y | r, s, d)``.
         """
-        R = self.post.R
+        R = self.post.space.n_rules
         w = self._guess_wrong(log_w, code)
         P = self.P
         out = torch.empty(w.shape[0], self.cand.shape[0])
@@ -193,7 +193,7 @@ class PlannerAgent(EIGAgent):
 
     def _guess_wrong(self, log_w: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         """``[b, R, S]`` posterior weights with the set ``code`` removed, renormalised."""
-        w = log_w.exp().reshape(-1, self.post.R, self.post.S).clone()
+        w = log_w.exp().reshape(-1, self.post.space.n_rules, self.post.space.n_sets).clone()
         w[torch.arange(w.shape[0]), :, code] = 0.0  # condition on "the current guess is wrong"
         return w / w.sum((1, 2), keepdim=True).clamp_min(1e-30)
 
@@ -211,7 +211,7 @@ class PlannerAgent(EIGAgent):
 
     def _values(self, w: torch.Tensor, k: int, rank: torch.Tensor | None = None) -> torch.Tensor:
         """``V_k`` of every candidate for each node's unnormalised weights ``w [n, R, S]``."""
-        R, S, D = self.post.R, self.post.S, self.cand.shape[0]
+        R, S, D = self.post.space.n_rules, self.post.space.n_sets, self.cand.shape[0]
         rw = self.task.reward_spec  # the task's constants, not hard-coded
         c, win = rw.step_cost + self.jsd_cost, rw.solve_reward
         ps_all = w.sum(1)
@@ -222,7 +222,7 @@ class PlannerAgent(EIGAgent):
             sl = slice(start, start + block)
             ws, ps = w[sl], ps_all[sl]
             K = max(1, min(self.top_k, int((ps > 0).sum(-1).max())))
-            # sets in code order within the kept K, so argmax ties go to the lowest code as in Posterior.map_code
+            # sets in code order within the kept K, so argmax ties go to the lowest code as in BatchBeliefs.map_code
             idx = ps.topk(K, dim=-1).indices.sort(-1).values  # [n, K]
             pk = torch.gather(ps, 1, idx)
             wk = torch.gather(ws, 2, idx[:, None, :].expand(-1, R, -1))  # [n, R, K]

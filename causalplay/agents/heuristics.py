@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import MemoryAgent, TaskInfo
-from .posterior import Posterior
+from .base import MemoryAgent, TaskInfo, task_beliefs
 
 __all__ = ["RandomAgent", "BayesAgent", "NaiveAgent", "SearchRandomAgent", "SearchNaiveAgent"]
 
@@ -88,11 +87,11 @@ class _SearchAgent(MemoryAgent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        self.post = Posterior(task, self.B, dtype=torch.float64)  # its marginals are the belief: exact 0.5s matter
+        self.post = task_beliefs(task, self.B, dtype=torch.float64)  # its marginals are the belief: exact 0.5s matter
 
     def belief(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         on, lit, _ = self.remember(obs)
-        self.post.update(on, lit, active)
+        self.post.observe_(on, lit, active)
         # Fractions of consistent sets; rounding to 1e-9 keeps an exact 1/2 at 1/2 (not solved either way).
         return torch.round(self.post.marginals() * 1e9) / 1e9
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from causalplay.core.beliefs import BatchBeliefs
 from causalplay.core.rules import Rule
 
-from .base import MemoryAgent, TaskInfo
-from .posterior import Posterior
+from .base import MemoryAgent, TaskInfo, task_beliefs
 
 __all__ = ["PaperRandomAgent", "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent",
            "PaperSearchNaiveAgent", "PaperNotearsAgent", "as_public_belief", "search_frequency",
@@ -46,7 +46,7 @@ def as_public_belief(belief: torch.Tensor) -> torch.Tensor:
     return (a / 2.0 + 0.5).clamp(0.0, 1.0).to(torch.float32).to(torch.float64)
 
 
-def search_frequency(post: Posterior, rules: tuple[Rule, ...], eps: float = EPS) -> torch.Tensor:
+def search_frequency(post: BatchBeliefs, rules: tuple[Rule, ...], eps: float = EPS) -> torch.Tensor:
     """``[B, N]`` float64: per object, (consistent assignments containing it) / (consistent assignments + EPS).
 
     This is the public search agents' belief (``heuristic.py``: enumerate all ``2^N`` assignments, keep those
@@ -250,11 +250,11 @@ class _PaperSearchAgent(MemoryAgent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        self.post = Posterior(task, self.B, dtype=torch.float64)
+        self.post = task_beliefs(task, self.B, dtype=torch.float64)
 
     def frequency(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         on, lit, _ = self.remember(obs)
-        self.post.update(on, lit, active)
+        self.post.observe_(on, lit, active)
         return search_frequency(self.post, self.task.rules, self.eps)
 
 

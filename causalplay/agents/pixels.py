@@ -27,7 +27,7 @@ import torch
 
 from causalplay.core.exact import log_likelihood
 
-from .base import TaskInfo
+from .base import TaskInfo, task_beliefs
 from .bayesian import EIGAgent
 
 __all__ = ["EIGPixelsAgent"]
@@ -132,17 +132,15 @@ class EIGPixelsAgent(EIGAgent):
     def _rebuild(self, rows: list[int]) -> None:
         """Posterior of ``rows`` from scratch: count, every readout as soft evidence (light flipped with
         probability ``floor``), every "did not end" exclusion."""
-        from .posterior import Posterior
-
-        fresh = Posterior(self.task, 1)
+        fresh = task_beliefs(self.task, 1)
         for b in rows:
             log_w = fresh.log_w[0].clone()
-            bad = fresh.sizes.repeat(fresh.R) != self.count[b]
+            bad = fresh.space.sets.sum(-1).round().long().repeat(fresh.space.n_rules) != self.count[b]
             log_w = log_w.masked_fill(bad, -torch.inf)
             for codes, act in self.excluded:
                 if bool(act[b]):
-                    for r in range(fresh.R):
-                        log_w[r * fresh.S + int(codes[b])] = -torch.inf
+                    for r in range(fresh.space.n_rules):
+                        log_w[r * fresh.space.n_sets + int(codes[b])] = -torch.inf
             for p_on, p_lit in self.readouts:
                 log_w = log_w + self._soft_ll(p_on[b], p_lit[b], self.floor)
             self.post.log_w[b] = log_w - torch.logsumexp(log_w, 0)
@@ -154,9 +152,9 @@ class EIGPixelsAgent(EIGAgent):
         p_on, p_lit = self._read(obs, active)
         if self.t == 1:
             self.count = obs["count"].long()
-            self.post.condition_count(self.count)
+            self.post.condition_count_(self.count)
         if self.use_not_ended and self.last_code is not None:
-            self.post.exclude(self.last_code, active)
+            self.post.exclude_(self.last_code, active)
             self.excluded.append((self.last_code.clone(), active.clone()))
         self.readouts.append((p_on, p_lit))
         sure = ((p_on - 0.5).abs() >= self.sure - 0.5).all(1) & ((p_lit - 0.5).abs() >= self.sure - 0.5)
@@ -165,10 +163,10 @@ class EIGPixelsAgent(EIGAgent):
         if soft:
             self.stats["soft"] += len(soft)
             self.soft_panels[soft] += 1
-            # hard rows first (Posterior.update leaves inactive rows alone), then the unsure rows one by one
+            # hard rows first (BatchBeliefs.observe_ leaves inactive rows alone), then the unsure rows one by one
             self._update_soft(soft, p_on, p_lit, self.floor)
         if bool(hard.any()):
-            self.post.update(p_on > 0.5, p_lit > 0.5, hard)
+            self.post.observe_(p_on > 0.5, p_lit > 0.5, hard)
         dead = torch.nonzero(active & ~torch.isfinite(self.post.log_w).any(1)).flatten().tolist()
         dead += torch.nonzero(active & torch.isnan(self.post.log_w).any(1)).flatten().tolist()
         if dead:

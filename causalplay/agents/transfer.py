@@ -57,7 +57,7 @@ class TransferEIGAgent(EIGAgent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        B, R = self.B, self.post.R
+        B, R = self.B, self.post.space.n_rules
         self.tt = torch.zeros(B, dtype=torch.long)  # actions taken on each row's current machine
         self.code = torch.zeros(B, dtype=torch.long)
         self.evidence = torch.zeros(B, 0, R, dtype=torch.float64)  # [B, machines ended, R]
@@ -69,7 +69,7 @@ class TransferEIGAgent(EIGAgent):
     def _end_machine(self, rows: torch.Tensor) -> None:
         """Store the ended machine's rule evidence of ``rows`` (they had taken ``tt`` actions on it)."""
         p = self.post
-        w = p.log_w[rows].double().reshape(-1, p.R, p.S)
+        w = p.log_w[rows].double().reshape(-1, p.space.n_rules, p.space.n_sets)
         solved = self.tt[rows] < self.task.horizon
         at_guess = w[torch.arange(len(rows)), :, self.code[rows]]  # [n, R]
         ev = torch.where(solved[:, None], at_guess, torch.logsumexp(w, -1)) - self.rule_log_prior[rows]
@@ -78,7 +78,7 @@ class TransferEIGAgent(EIGAgent):
         K = int(k.max()) + 1
         if self.evidence.shape[1] < K:
             self.evidence = torch.cat([self.evidence, self.evidence.new_zeros(self.B, K - self.evidence.shape[1],
-                                                                              p.R)], 1)
+                                                                              p.space.n_rules)], 1)
         self.evidence[rows, k] = ev
         self.n_seen[rows] += 1
 
@@ -89,14 +89,14 @@ class TransferEIGAgent(EIGAgent):
 
             K = int(self.n_seen[rows].max())
             present = torch.arange(K)[None, :] < self.n_seen[rows][:, None]
-            alpha = torch.full((p.R,), self.concentration, dtype=torch.float64)
+            alpha = torch.full((p.space.n_rules,), self.concentration, dtype=torch.float64)
             rho = predictive_rule_probs(self.evidence[rows, :K], alpha, present)
             self.rule_log_prior[rows] = rho.clamp_min(1e-300).log()
         else:
-            self.rule_log_prior[rows] = -math.log(p.R)
+            self.rule_log_prior[rows] = -math.log(p.space.n_rules)
         base = p.space.set_log_prior[None, :].double()  # [1, S]
         lw = (self.rule_log_prior[rows][:, :, None] + base[:, None, :]).reshape(len(rows), -1)
-        bad = (p.sizes[None, :] != count[rows][:, None]).repeat(1, p.R)
+        bad = (p.space.sets.sum(-1).round().long()[None, :] != count[rows][:, None]).repeat(1, p.space.n_rules)
         p.log_w[rows] = lw.masked_fill(bad, -math.inf).to(p.log_w.dtype)
         self.tt[rows] = 0
 
@@ -120,11 +120,9 @@ class TransferEIGAgent(EIGAgent):
         if len(starting):
             self._start_machine(starting, count)
         going = active & ~new_machine
-        if self.use_not_ended and bool(going.any()):
-            idx = torch.nonzero(going).flatten()
-            for r in range(self.post.R):
-                self.post.log_w[idx, r * self.post.S + self.code[idx]] = -torch.inf
-        self.post.update(on, lit, active)
+        if self.use_not_ended:
+            self.post.exclude_(self.code, going)
+        self.post.observe_(on, lit, active)
         code = self.post.map_code()
         self.code = torch.where(active, code, self.code)
         self.tt = self.tt + active.long()

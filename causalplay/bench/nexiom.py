@@ -12,8 +12,7 @@ from importlib import resources
 import pandas as pd
 import torch
 
-from causalplay.agents.base import TaskInfo
-from causalplay.agents.posterior import Posterior
+from causalplay.agents.base import TaskInfo, task_beliefs
 from causalplay.core.eig import eig_bits
 from causalplay.core.history import all_trials
 
@@ -33,8 +32,8 @@ def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: f
     env = make_batch("causalplay/Nexiom-v0", episodes, seed=seed, budget=budget)
     obs = env.reset()
     N = env.n_objects
-    post = Posterior(TaskInfo.from_env(env), episodes, dtype=torch.float64)
-    post.condition_count(env.n_blickets)
+    post = task_beliefs(TaskInfo.from_env(env), episodes, dtype=torch.float64)
+    post.condition_count_(env.n_blickets)
     post.log_w = post.log_w - torch.logsumexp(post.log_w, -1, keepdim=True)  # the count mask only masks
     cand = torch.as_tensor(all_trials(N)).double()
     while not bool(env.done.all()):
@@ -43,13 +42,13 @@ def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: f
         best = eig.max(-1)
         stop = (best.values <= min_eig) | (env.tests >= budget)
         guess = post.code_to_set(post.map_code()).double()
-        p_conj = post.log_w.exp().reshape(-1, post.R, post.S).sum(-1)[:, 1]
+        p_conj = post.log_w.exp().reshape(-1, post.space.n_rules, post.space.n_sets).sum(-1)[:, 1]
         action = torch.cat([cand[best.indices], 0.25 + 0.5 * guess, stop.double()[:, None],
                             p_conj.clamp(0, 1)[:, None]], 1)
         obs, _, _, _ = env.step(action)
         ran = active & ~stop
         lay = env.layout
-        post.update(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, ran)
+        post.observe_(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, ran)
     rec = env.record()
     return pd.DataFrame({"rule": rec["rule"], "blickets_correct": rec["blickets_correct"],
                          "rule_correct": rec["rule_correct"], "n_tests": rec["n_tests"]})

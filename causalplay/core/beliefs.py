@@ -101,6 +101,59 @@ class BatchBeliefs:
     def __len__(self) -> int:
         return self.log_w.shape[0]
 
+    # -- the agents' tracker: in-place, masked, unvalidated (hot path) -----------------------------------
+    @classmethod
+    def prior(cls, space: HypothesisSpace, batch_size: int) -> BatchBeliefs:
+        """``batch_size`` learners who have seen nothing yet (``log_w`` is the space's prior, one row each)."""
+        return cls(space, space.log_prior.expand(batch_size, -1).clone())
+
+    def observe_(self, on: torch.Tensor, lit: torch.Tensor, active: torch.Tensor | None = None) -> None:
+        """One more panel per row, in place: ``on [B, N]`` and ``lit [B]`` (bool or 0/1), only where ``active``
+        ``[B]`` is True (rows of ended episodes stay as they were). Rows are renormalised; nothing is checked."""
+        dt = self.space.dtype
+        if active is None or bool(active.all()):
+            self.log_w = observe(self.space, self.log_w, on.to(dt), lit.to(dt), check=False)
+            return
+        idx = torch.nonzero(active).flatten()
+        if len(idx):
+            self.log_w[idx] = observe(self.space, self.log_w[idx], on[idx].to(dt), lit[idx].to(dt), check=False)
+
+    def condition_count_(self, count: torch.Tensor) -> None:
+        """Keep only blicket sets of the announced size ``count [B]``, in place (renormalised by the next
+        :meth:`observe_`, or call :meth:`normalise_`)."""
+        sizes = self.space.sets.sum(-1).round().long()
+        self.log_w = self.log_w.masked_fill((sizes[None, :] != count[:, None]).repeat(1, self.space.n_rules),
+                                            -torch.inf)
+
+    def exclude_(self, codes: torch.Tensor, active: torch.Tensor) -> None:
+        """Rule out the blicket set of integer code ``codes [B]`` under every rule, in the ``active`` rows (an
+        episode that went on after a guess says the guess was wrong). Renormalised by the next :meth:`observe_`.
+        Needs a space over all ``2**N`` sets (set index = code)."""
+        idx = torch.nonzero(active).flatten()
+        S = self.space.n_sets
+        for r in range(self.space.n_rules):
+            self.log_w[idx, r * S + codes[idx]] = -torch.inf
+
+    def normalise_(self) -> None:
+        """Renormalise every row in place (after masking with :meth:`condition_count_` / :meth:`exclude_`)."""
+        self.log_w = self.log_w - torch.logsumexp(self.log_w, -1, keepdim=True)
+
+    def set_probs(self) -> torch.Tensor:
+        """``[B, S]`` tensor: the posterior of every blicket set, rules summed out."""
+        return self.log_w.exp().reshape(-1, self.space.n_rules, self.space.n_sets).sum(1)
+
+    def marginals(self) -> torch.Tensor:
+        """``[B, N]`` tensor of blicket marginals (the tensor twin of :attr:`blicket_probs`)."""
+        return (self.set_probs() @ self.space.sets).clamp(0.0, 1.0)  # rounding can overshoot 1 by an ulp
+
+    def map_code(self) -> torch.Tensor:
+        """``[B]`` integer code of each row's most probable blicket set (ties: the lowest code)."""
+        return self.set_probs().argmax(-1)
+
+    def code_to_set(self, codes: torch.Tensor) -> torch.Tensor:
+        """``[B, N]`` bool: the objects of the sets with integer codes ``codes [B]``."""
+        return (codes[:, None] & (2 ** torch.arange(self.space.n_objects))) > 0
+
     # -- marginals -------------------------------------------------------------------------------------
     def _rows(self) -> Iterable[slice]:
         """Row chunks whose ``[b, H]`` probabilities fit in a quarter of ``max_memory``."""
