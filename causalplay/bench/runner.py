@@ -21,6 +21,7 @@ import pandas as pd
 from ..core._futures import POLL_SECONDS
 from .executors import SerialExecutor, abort, make_executor
 from .metrics import assign_split, auccess, mean_ci
+from .play import play
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
 __all__ = ["run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env", "SerialExecutor",
@@ -39,7 +40,7 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
     ``[seed, shard]`` too, so a shard is the same whoever runs it and whenever. Every agent meets the same
     episodes (and the same machine noise) for a given ``(seed, shard)``.
     """
-    from causalplay.agents import TaskInfo, make_agent
+    from causalplay.agents import make_agent
     from causalplay.envs import make_batch
 
     t0 = time.perf_counter()
@@ -51,11 +52,7 @@ def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard
         raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
                          "by its own answer step); pass a causalplay/IVRE- or EST- id")
     check_pairing(env_id, agent_name, bool(getattr(env, "pixels", False)), agent)
-    obs = env.reset()
-    agent.reset(TaskInfo.from_env(env), obs)
-    while not bool(env.done.all()):
-        obs, _, _, _ = env.step(agent.act(obs, ~env.done))
-    rec = env.record()
+    rec = play(env, agent)
     episodes = np.arange(start, start + n_episodes)
     df = pd.DataFrame({
         "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],

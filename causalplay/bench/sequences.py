@@ -17,6 +17,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from .play import play
+
 __all__ = ["run_sequences", "summarise_by_machine", "SEQUENCE_COLUMNS"]
 
 SEQUENCE_COLUMNS = ("agent", "rule_per", "sequence", "machine", "rule", "n_blickets", "trials_to_solve", "solved",
@@ -52,7 +54,7 @@ def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "se
     pandas.DataFrame
         ``n_sequences * n_episodes`` rows with :data:`SEQUENCE_COLUMNS`; ``seconds`` is wall time per sequence.
     """
-    from causalplay.agents import Agent, TaskInfo, make_agent
+    from causalplay.agents import Agent, make_agent
     from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 
     if isinstance(n_sequences, bool) or not isinstance(n_sequences, (int, np.integer)) or n_sequences < 1:
@@ -71,12 +73,8 @@ def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "se
     rngs = [np.random.default_rng([seed, i]) for i in range(B)]
     task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=n_episodes, rule_per=rule_per, noise=noise,
                                obs_mode=getattr(ag, "obs_mode", "panel"))
-    obs = task.reset()
-    ag.reset(TaskInfo.from_env(task), obs)
     t0 = time.perf_counter()
-    while not bool(task.done.all()):
-        obs, *_ = task.step(ag.act(obs, ~task.done))
-    rec = task.record()
+    rec = play(task, ag)
     K = task.K
     return pd.DataFrame({
         "agent": label or default, "rule_per": rule_per, "sequence": np.repeat(np.arange(B), K),
