@@ -45,7 +45,7 @@ def test_dynamic_target_and_action_ball():
     """A ball dropped by the action knocks a green ball off a shelf onto the purple floor."""
     scene = np.array([floor(TARGET), [BAR, 4.0, 3.0, 2.0, 0.3, 0, 0, OTHER], [BALL, 4.6, 3.55, 0.4, 0, 0, 1, GOAL]])
     assert not simulate(scene).solved
-    assert simulate(scene, [[4.9, 6.0, 0.5]]).solved  # lands on the green ball's right side, pushes it left? off
+    assert simulate(scene, [[4.0, 6.0, 0.5]]).solved  # hits the green ball on its left: it rolls off the shelf
     assert not simulate(scene, [[1.0, 8.0, 0.3]]).solved  # far away: nothing happens to the green ball
 
 
@@ -53,7 +53,7 @@ def test_invalid_actions_are_rejected():
     scene = np.array([floor(), [BAR, 5.0, 3.0, 2.0, 1.0, 0.0, 0, OTHER], [BALL, 2.0, 1.0, 0.5, 0, 0, 1, GOAL]])
     # by hand: the box spans x 4..6, y 2.5..3.5; a ball at (6.3, 3.0) r=0.25 is 0.05 clear; r=0.35 overlaps
     balls = np.array([[[6.3, 3.0, 0.25]], [[6.3, 3.0, 0.35]], [[2.0, 2.0, 0.49]], [[2.0, 2.0, 0.51]],
-                      [[0.2, 5.0, 0.25]], [[0.2, 5.0, 0.21]], [[5.0, 9.8, 0.25]]])
+                      [[0.2, 5.0, 0.25]], [[0.2, 5.0, 0.19]], [[5.0, 9.8, 0.25]]])
     assert invalid(scene, balls).tolist() == [False, True, False, True, True, False, True]
     # corner: distance from (6.3, 3.8) to the corner (6, 3.5) is sqrt(0.18) = 0.424
     assert invalid(scene, np.array([[[6.3, 3.8, 0.43]], [[6.3, 3.8, 0.42]]])).tolist() == [True, False]

@@ -1,0 +1,378 @@
+"""PHYRE-style task templates, tiers, fixed action sets and the 10 deterministic folds.
+
+A **template** is a parameterised scene generator with one goal ("make the green body touch the purple/blue
+one"): every task of a template shares the goal and differs in positions and sizes (PHYRE's definition). Each
+template yields 100 tasks per tier; task ``i`` of template ``t`` depends on ``(tier, t, i)`` only, so any
+subset can be regenerated on its own. A draw is kept only when the scene without an action does **not** reach
+the goal and a search over the tier's action space **finds** an action that does; that action is stored with
+the task (:attr:`PhysicsTask.solution`). Rejected draws are redrawn from the next sub-seed.
+
+Tiers: ``B`` (one ball; an action is ``(x, y, r)`` in ``[0, 1]^3``) and ``2B`` (two balls, ``[0, 1]^6``). Both
+tiers use the same templates (unlike PHYRE-2B, whose templates need two balls); 2B tasks are drawn and
+verified with two-ball actions.
+
+Actions map to the world as ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - RMIN)``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from causalplay.core.metrics import stable_unit, template_folds
+
+from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, simulate
+from .physics_sim import GOAL as G_
+
+__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "PhysicsTask", "to_balls", "make_task", "make_tasks",
+           "load_tasks", "action_set", "folds", "task_split"]
+
+TIERS = {"B": 1, "2B": 2}
+RMIN, RMAX = 0.25, 1.0
+N_TASKS = 100
+SEARCH = 3000  # actions tried per draw before it is rejected as unsolved
+
+
+@dataclass(frozen=True)
+class PhysicsTask:
+    """One task: ``key`` (``"<template>:<index>"``), ``template`` index, ``scene [n, 8]`` and the stored
+    ``solution`` (an action in ``[0, 1]^{3m}`` that solves it)."""
+
+    key: str
+    template: int
+    scene: np.ndarray
+    solution: np.ndarray
+
+
+def to_balls(actions: np.ndarray) -> np.ndarray:
+    """Actions ``[K, 3m]`` in ``[0, 1]`` -> balls ``[K, m, 3]`` in world units (``x, y, r``)."""
+    a = np.asarray(actions, dtype=np.float64)
+    a = a.reshape(*a.shape[:-1], -1, 3)
+    return np.stack([a[..., 0] * W, a[..., 1] * W, RMIN + a[..., 2] * (RMAX - RMIN)], -1)
+
+
+# -- scene pieces --------------------------------------------------------------------------------------------
+def _ball(x, y, r, dyn=1, role=OTHER):
+    return [BALL, x, y, r, 0.0, 0.0, dyn, role]
+
+
+def _bar(x, y, w, h, ang=0.0, dyn=0, role=OTHER):
+    return [BAR, x, y, w, h, ang, dyn, role]
+
+
+def _jar(x, y, w, h, dyn=1, role=OTHER):
+    return [JAR, x, y, w, h, 0.0, dyn, role]
+
+
+def _floor(role=OTHER):
+    return _bar(W / 2, 0.25, W, 0.5, role=role)
+
+
+def _side(rng) -> int:
+    return 1 if rng.random() < 0.5 else -1
+
+
+# Each template: rng -> rows. The floor's top is at y = 0.5. A static target is purple, a dynamic one blue.
+def _knock_off_shelf(rng, pad=False):
+    s, h, w, r = _side(rng), rng.uniform(3, 6), rng.uniform(2, 3.5), rng.uniform(0.3, 0.6)
+    cx = W / 2 - s * rng.uniform(0.5, 2.5)
+    rows = [_floor(OTHER if pad else TARGET), _bar(cx, h, w, 0.3),
+            _ball(cx + s * (w / 2 - r - rng.uniform(0, 0.4)), h + 0.15 + r, r, role=G_)]
+    if pad:
+        rows.append(_bar(cx + s * (w / 2 + rng.uniform(0.8, 2.5)), 0.6, rng.uniform(1.2, 2.2), 0.2, role=TARGET))
+    return rows
+
+
+def _topple_stick(rng, wall=False, shelf=False):
+    s, h = _side(rng), rng.uniform(1.8, 3.2)
+    x0, base = W / 2 + rng.uniform(-1.5, 1.5), 0.5
+    rows = [_floor(TARGET if shelf else OTHER)]
+    if shelf:
+        base = rng.uniform(2, 3.5)
+        rows.append(_bar(x0 - s * 0.4, base - 0.15, rng.uniform(1.2, 2.0), 0.3))
+    rows.append(_bar(x0, base + h / 2, rng.uniform(0.25, 0.4), h, dyn=1, role=G_))
+    if wall:
+        rows.append(_bar(x0 + s * rng.uniform(0.5, 0.8) * h, 0.5 + rng.uniform(0.5, 1.5) / 2,
+                         0.3, rng.uniform(0.5, 1.5), role=TARGET))
+    elif not shelf:
+        rows.append(_bar(x0 + s * rng.uniform(0.7, 1.0) * h, 0.6, rng.uniform(0.8, 1.6), 0.2, role=TARGET))
+    return rows
+
+
+def _jar_off_shelf(rng):
+    s, w, h, sh = _side(rng), rng.uniform(0.9, 1.4), rng.uniform(0.8, 1.4), rng.uniform(2.5, 5)
+    cx = W / 2 - s * rng.uniform(0.5, 2.5)
+    return [_floor(TARGET), _bar(cx, sh, 2.4, 0.3), _jar(cx + s * (1.2 - w / 2 - rng.uniform(0, 0.3)),
+                                                         sh + 0.15 + h / 2, w, h, role=G_)]
+
+
+def _ball_into_jar(rng):
+    s, h, w, r = _side(rng), rng.uniform(3, 5.5), rng.uniform(2, 3), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    jw, jh = rng.uniform(1.6, 2.4), rng.uniform(0.8, 1.4)
+    return [_floor(), _bar(cx, h, w, 0.3), _ball(cx + s * (w / 2 - r - 0.2), h + 0.15 + r, r, role=G_),
+            _jar(cx + s * (w / 2 + jw / 2 + rng.uniform(0.3, 1.5)), 0.5 + jh / 2, jw, jh, role=TARGET)]
+
+
+def _chain_push(rng, floor_level=False):
+    s, r, rg = _side(rng), rng.uniform(0.35, 0.55), rng.uniform(0.35, 0.6)
+    if floor_level:  # gray ball pushes the green one, under a roof, into a purple wall
+        x = W / 2 + rng.uniform(-1.5, 1.5)
+        return [_floor(), _ball(x, 0.5 + r, r, role=G_), _bar(x + s * 0.3, 0.5 + 2 * r + 0.35, 2.2, 0.3),
+                _ball(x - s * (r + rg + rng.uniform(0.3, 1.0)), 0.5 + rg, rg),
+                _bar(x + s * rng.uniform(2.0, 3.5), 1.5, 0.3, 2.0, role=TARGET)]
+    h, w = rng.uniform(3, 5.5), rng.uniform(3.5, 4.5)
+    cx = W / 2 + s * rng.uniform(-1.0, 1.0)
+    gx = cx + s * (w / 2 - r - 0.05)
+    return [_floor(TARGET), _bar(cx, h, w, 0.3), _ball(gx, h + 0.15 + r, r, role=G_),
+            _bar(gx, h + 0.15 + 2 * r + 0.3, 2 * r + 0.6, 0.2),  # a roof: the green ball is reached only by pushing
+            _ball(gx - s * (r + rg + rng.uniform(0.5, 1.5)), h + 0.15 + rg, rg)]
+
+
+def _support_removal(rng):
+    x, span, ph = W / 2 + rng.uniform(-2, 2), rng.uniform(2.0, 3.0), rng.uniform(1.2, 2.5)
+    r = rng.uniform(0.3, 0.5)
+    return [_floor(), _bar(x - span / 2, 0.5 + ph / 2, 0.3, ph, dyn=1),
+            _bar(x + span / 2, 0.5 + ph / 2, 0.3, ph, dyn=1),
+            _bar(x, 0.5 + ph + 0.1, span + 0.6, 0.2, dyn=1),
+            _ball(x + rng.uniform(-0.5, 0.5), 0.5 + ph + 0.2 + r, r, role=G_),
+            _bar(x + _side(rng) * rng.uniform(2.5, 3.5), 0.6, 1.5, 0.2, role=TARGET)]
+
+
+def _domino(rng):
+    s, n, gap, h = _side(rng), int(rng.integers(2, 4)), rng.uniform(0.8, 1.3), rng.uniform(1.5, 2.2)
+    x0 = W / 2 - s * gap * n / 2
+    rows = [_floor()] + [_bar(x0 + s * gap * k, 0.5 + h / 2, 0.25, h, dyn=1, role=G_ if k == n else OTHER)
+                         for k in range(n + 1)]
+    return rows + [_bar(x0 + s * (gap * n + rng.uniform(0.6, 0.9) * h), 0.6, 1.2, 0.2, role=TARGET)]
+
+
+def _roll_to_wall(rng, bump=False):
+    s, r, x = _side(rng), rng.uniform(0.3, 0.6), W / 2 + rng.uniform(-1.5, 1.5)
+    d = rng.uniform(1.5, 3.5)
+    rows = [_floor(), _ball(x, 0.5 + r, r, role=G_), _bar(x + s * d, 0.5 + 1.0, 0.3, 2.0, role=TARGET)]
+    if bump:
+        rows.append(_bar(x + s * d / 2, 0.6, 0.4, 0.2))
+    return rows
+
+
+def _tower(rng):
+    x, n, bw = W / 2 + rng.uniform(-2, 2), int(rng.integers(2, 4)), rng.uniform(0.5, 0.9)
+    rows, y = [_floor()], 0.5
+    for _ in range(n):
+        bh = rng.uniform(0.5, 0.9)
+        rows.append(_bar(x, y + bh / 2, bw, bh, dyn=1))
+        y += bh
+    r = rng.uniform(0.25, 0.4)
+    return rows + [_ball(x, y + r, r, role=G_), _bar(x + _side(rng) * rng.uniform(1.5, 3.0), 0.6, 1.5, 0.2,
+                                                       role=TARGET)]
+
+
+def _ramp(rng):
+    s, h, r = _side(rng), rng.uniform(3, 5), rng.uniform(0.3, 0.5)
+    top = W / 2 - s * rng.uniform(1.5, 3)
+    ramp_len, ang = rng.uniform(2.5, 3.5), rng.uniform(0.25, 0.45)
+    rx, ry = top + s * (0.75 + ramp_len / 2 * np.cos(ang)), h - ramp_len / 2 * np.sin(ang)
+    return [_floor(), _bar(top, h, 1.5, 0.3), _ball(top, h + 0.15 + r, r, role=G_),
+            _bar(rx + s * 0.05, ry, ramp_len, 0.3, -s * ang),
+            _bar(rx + s * rng.uniform(2.5, 4.0), 1.5, 0.3, 2.0, role=TARGET)]
+
+
+def _shelf_to_shelf(rng):
+    s, h, r = _side(rng), rng.uniform(4.5, 6.5), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    return [_floor(), _bar(cx, h, 2.0, 0.3), _ball(cx + s * 0.6, h + 0.15 + r, r, role=G_),
+            _bar(cx + s * rng.uniform(2.0, 3.5), h - rng.uniform(1.5, 3), rng.uniform(1.5, 2.5), 0.3, role=TARGET)]
+
+
+def _jar_topple(rng):
+    s, w, h = _side(rng), rng.uniform(0.8, 1.2), rng.uniform(1.8, 2.6)
+    x = W / 2 + rng.uniform(-1.5, 1.5)
+    return [_floor(), _jar(x, 0.5 + h / 2, w, h, role=G_),
+            _bar(x + s * rng.uniform(0.6, 0.9) * h, 0.5 + 0.6, 0.3, 1.2, role=TARGET)]
+
+
+def _box_target(rng):
+    s, h, r = _side(rng), rng.uniform(3, 5), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    bw, bh = rng.uniform(1.2, 2.2), rng.uniform(0.6, 1.4)
+    return [_floor(), _bar(cx, h, 2.5, 0.3), _ball(cx + s * 0.9, h + 0.15 + r, r, role=G_),
+            _bar(cx + s * (1.25 + bw / 2 + rng.uniform(0.2, 1.2)), 0.5 + bh / 2, bw, bh, dyn=1, role=TARGET)]
+
+
+def _ball_meets_ball(rng):
+    s, r1, r2 = _side(rng), rng.uniform(0.3, 0.5), rng.uniform(0.4, 0.7)
+    h, cx = rng.uniform(3, 5.5), W / 2 - s * rng.uniform(0.5, 2)
+    bx = cx + s * rng.uniform(1.8, 3.0)
+    return [_floor(), _bar(cx, h, 2.5, 0.3), _ball(cx + s * 0.8, h + 0.15 + r1, r1, role=G_),
+            _bar(bx - 0.55 * r2 - 0.1, 0.6, 0.2, 0.2), _bar(bx + 0.55 * r2 + 0.1, 0.6, 0.2, 0.2),  # a cradle
+            _ball(bx, 0.5 + np.sqrt(r2**2 - (0.55 * r2) ** 2) + 0.2, r2, role=TARGET)]
+
+
+def _lift_bar(rng):
+    """A green bar lying across a static block must end touching a purple pad: tip it off by one end."""
+    x, bl = W / 2 + rng.uniform(-2, 2), rng.uniform(2.5, 3.5)
+    bh = rng.uniform(0.8, 1.8)
+    return [_floor(), _bar(x, 0.5 + bh / 2, 0.6, bh), _bar(x, 0.5 + bh + 0.12, bl, 0.24, dyn=1, role=G_),
+            _bar(x + _side(rng) * rng.uniform(1.8, 3.0), 0.6, 1.2, 0.2, role=TARGET)]
+
+
+def _two_sticks(rng):
+    s, h, x = _side(rng), rng.uniform(1.8, 2.8), W / 2 + rng.uniform(-2, 2)
+    d = rng.uniform(0.8, 1.4)
+    return [_floor(), _bar(x, 0.5 + h / 2, 0.3, h, dyn=1, role=G_),
+            _bar(x + s * d, 0.5 + h * 0.4, 0.3, h * 0.8, dyn=1, role=TARGET)]
+
+
+def _pendulum_ball(rng):
+    """A green ball on a tilted static bar held by a small stopper; lift it over the stopper."""
+    s, r, ang = _side(rng), rng.uniform(0.3, 0.5), rng.uniform(0.15, 0.3)
+    x, h, L = W / 2 + rng.uniform(-1, 1), rng.uniform(3, 5), 4.0
+    c, sn = np.cos(ang), np.sin(ang)
+    bx = x + s * 0.8  # the ball rests against the stopper, on the down-hill side of the bar's centre
+    top = h + 0.15 / c + (bx - x) * (-s * np.tan(ang)) * s * s
+    return [_floor(TARGET), _bar(x, h, L, 0.3, s * ang if s < 0 else -ang),
+            _bar(x + s * 1.6 * c, h + 0.15 + 0.2 - s * s * 1.6 * sn, 0.2, 0.4),
+            _ball(bx - s * 2 * r, max(top, h) + r + 0.4, r, role=G_)]
+
+
+def _shelf_to_wall(rng):
+    s, h, r = _side(rng), rng.uniform(2, 4), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    return [_floor(), _bar(cx, h, 2.5, 0.3), _ball(cx + s * rng.uniform(0.3, 0.9), h + 0.15 + r, r, role=G_),
+            _bar(cx + s * rng.uniform(3.0, 4.5), 1.5, 0.3, 2.0, role=TARGET)]
+
+
+def _stick_hits_ball(rng):
+    s, h, r = _side(rng), rng.uniform(2.0, 3.0), rng.uniform(0.4, 0.6)
+    x = W / 2 + rng.uniform(-1.5, 1.5)
+    bx = x + s * rng.uniform(0.6, 0.9) * h
+    return [_floor(), _bar(x, 0.5 + h / 2, 0.3, h, dyn=1, role=G_), _bar(bx - 0.55 * r - 0.1, 0.6, 0.2, 0.2),
+            _bar(bx + 0.55 * r + 0.1, 0.6, 0.2, 0.2), _ball(bx, 0.5 + np.sqrt(r**2 - (0.55 * r) ** 2) + 0.2, r,
+                                                           role=TARGET)]
+
+
+def _two_shelves(rng):
+    """A gray ball on a high shelf must fall onto a roofed green ball on a lower shelf: a two-step chain."""
+    s, r, rg = _side(rng), rng.uniform(0.3, 0.45), rng.uniform(0.3, 0.5)
+    lo, cx = rng.uniform(2.5, 3.5), W / 2 + s * rng.uniform(0, 1.5)
+    hi = lo + rng.uniform(2.2, 3.0)
+    gx = cx + s * 0.9
+    return [_floor(TARGET), _bar(cx, lo, 2.2, 0.3), _ball(gx, lo + 0.15 + r, r, role=G_),
+            _bar(cx - s * 1.6, hi, 2.0, 0.3), _ball(cx - s * 1.2, hi + 0.15 + rg, rg)]
+
+
+_T: list[tuple[str, Callable]] = [
+    ("knock_off_shelf", _knock_off_shelf), ("knock_onto_pad", lambda g: _knock_off_shelf(g, pad=True)),
+    ("topple_stick_pad", _topple_stick), ("topple_stick_wall", lambda g: _topple_stick(g, wall=True)),
+    ("stick_off_shelf", lambda g: _topple_stick(g, shelf=True)), ("jar_off_shelf", _jar_off_shelf),
+    ("ball_into_jar", _ball_into_jar), ("chain_push_shelf", _chain_push),
+    ("chain_push_floor", lambda g: _chain_push(g, floor_level=True)), ("support_removal", _support_removal),
+    ("domino", _domino), ("roll_to_wall", _roll_to_wall), ("roll_over_bump", lambda g: _roll_to_wall(g, bump=True)),
+    ("tower_topple", _tower), ("ramp", _ramp), ("shelf_to_shelf", _shelf_to_shelf), ("jar_topple", _jar_topple),
+    ("box_target", _box_target), ("ball_meets_ball", _ball_meets_ball), ("lift_bar", _lift_bar),
+    ("two_sticks", _two_sticks), ("tilted_stopper", _pendulum_ball), ("shelf_to_wall", _shelf_to_wall),
+    ("stick_hits_ball", _stick_hits_ball), ("two_shelves", _two_shelves),
+]
+#: Template names, in index order.
+TEMPLATES = tuple(n for n, _ in _T)
+
+
+def _proposals(scene: np.ndarray, rng, k: int, m: int) -> np.ndarray:
+    """``k`` candidate actions ``[k, 3m]`` for the solvability search: half uniform, half near dynamic bodies."""
+    a = rng.random((k, m, 3))
+    dyn = scene[scene[:, 6] > 0]
+    near = rng.random((k, m)) < 0.5
+    pick = dyn[rng.integers(0, len(dyn), (k, m))]
+    a[..., 0] = np.where(near, np.clip((pick[..., 1] + rng.normal(0, 1.0, (k, m))) / W, 0, 1), a[..., 0])
+    a[..., 1] = np.where(near, np.clip((pick[..., 2] + rng.uniform(0, 3, (k, m))) / W, 0, 1), a[..., 1])
+    return a.reshape(k, 3 * m)
+
+
+def search(scene: np.ndarray, m: int, rng, budget: int = SEARCH) -> np.ndarray | None:
+    """The first of up to ``budget`` valid proposals that solves ``scene`` with ``m`` balls, or ``None``."""
+    tried = 0
+    while tried < budget:
+        acts = _proposals(scene, rng, 64, m)
+        for act in acts[~invalid(scene, to_balls(acts))]:
+            tried += 1
+            if simulate(scene, to_balls(act)[0], check=False).solved:
+                return act
+    return None
+
+
+def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> PhysicsTask:
+    """Task ``index`` of ``template`` in ``tier`` (see the module docstring); raises when ``max_draws`` draws in
+    a row are unsolvable or already solved without an action."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
+    if not 0 <= template < len(_T):
+        raise ValueError(f"template must lie in [0, {len(_T)}), got {template!r}")
+    for draw in range(max_draws):
+        rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{draw}") * 2**63))
+        scene = np.asarray(_T[template][1](rng), dtype=np.float64)
+        if simulate(scene).solved:
+            continue
+        sol = search(scene, TIERS[tier], rng)
+        if sol is not None:
+            return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, sol)
+    raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable draw for task {index} in {max_draws} draws")
+
+
+def make_tasks(tier: str, templates=None, n: int = N_TASKS) -> list[PhysicsTask]:
+    """Tasks ``0..n-1`` of each template (all by default)."""
+    templates = range(len(_T)) if templates is None else templates
+    return [make_task(tier, t, i) for t in templates for i in range(n)]
+
+
+def load_tasks(tier: str, cache: str | Path = "runs/physics", executor=None) -> list[PhysicsTask]:
+    """Every task of ``tier``, generated once (in parallel when given an executor) and cached as a pickle."""
+    path = Path(cache) / f"tasks-{tier}-{len(_T)}x{N_TASKS}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    if executor is None:
+        tasks = make_tasks(tier)
+    else:
+        futs = [executor.submit(make_tasks, tier, [t]) for t in range(len(_T))]
+        tasks = [x for f in futs for x in f.result()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(tasks))
+    return tasks
+
+
+def action_set(tier: str, n: int = 1000, seed: int = 0) -> np.ndarray:
+    """The tier's fixed action set ``[n, 3m]`` (uniform in ``[0, 1]``; PHYRE ranks 10,000), the same on every
+    machine for a given ``seed``."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
+    return np.random.default_rng([seed, TIERS[tier]]).random((n, 3 * TIERS[tier]))
+
+
+def task_split(tier: str, key: str, fold: int, setting: str) -> str:
+    """``"train"``, ``"dev"`` or ``"test"`` for task ``key`` in ``fold`` (0-9) of ``setting`` ("within"/"cross").
+
+    within: each template's tasks ranked by stable hash into tenths; tenth ``fold`` tests, tenth ``fold + 1``
+    develops, the rest train. cross: :func:`causalplay.bench.metrics.template_folds` over the template names
+    with 10 folds (fold ``i`` tests on every tenth template from ``i``).
+    """
+    if setting not in ("within", "cross") or not 0 <= fold < 10:
+        raise ValueError(f"need setting 'within' or 'cross' and fold in 0..9, got {setting!r}, {fold!r}")
+    t, i = (int(p) for p in key.split(":"))
+    if setting == "cross":
+        f = template_folds(TEMPLATES, n_folds=10)[fold]
+        return next(s for s in ("test", "dev", "train") if TEMPLATES[t] in f[s])
+    ranks = np.argsort(np.argsort([stable_unit(f"{tier}:{t:02d}:{j:03d}") for j in range(N_TASKS)]))
+    tenth = int(ranks[i]) * 10 // N_TASKS
+    return "test" if tenth == fold else "dev" if tenth == (fold + 1) % 10 else "train"
+
+
+def folds(tier: str, fold: int, setting: str, keys) -> dict[str, list[str]]:
+    """The task keys of each split (``train``, ``dev``, ``test``) of one fold, in the order given."""
+    out = {"train": [], "dev": [], "test": []}
+    for k in keys:
+        out[task_split(tier, k, fold, setting)].append(k)
+    return out
