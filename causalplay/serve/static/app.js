@@ -18,7 +18,8 @@
   window.addEventListener("online", function () { if (timer) { clearTimeout(timer); resync(); } });
   document.addEventListener("htmx:afterSettle", function (e) {
     if (e.target.id === "htmx-problem" || e.target.id === "live") return;  // an error message, the dashboard
-    wait = 1000;
+    wait = 1000;  // the panel is as the server has it: no re-sync pending
+    if (timer) { clearTimeout(timer); timer = null; }
     var f = document.getElementById("obj-0") || document.getElementById("answer-link");
     if (f) f.focus();
   });
