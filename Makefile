@@ -10,13 +10,14 @@ PIP    := $(PY) -m pip install -q -c constraints.txt
 setup: $(STAMP)
 
 # Debian libraries Blender's Workbench engine needs for headless EGL rendering (pixel environments), and
-# chromium, the browser the `causalplay serve` tests drive through Playwright (executable /usr/bin/chromium).
+# chromium, the browser the `causalplay serve` tests drive through Playwright (executable /usr/bin/chromium), and
+# postgresql, whose server binaries tests/test_serve_postgres.py starts in a temporary folder.
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 chromium >/dev/null 2>&1 || \
+	  dpkg -s libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 chromium postgresql >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 chromium >/dev/null; }; \
-	else echo "system-deps: not root or no apt-get; install libegl1 libegl-mesa0 libgl1-mesa-dri for pixel rendering, chromium for the serve browser tests"; fi
+	      libegl1 libegl-mesa0 libgl1-mesa-dri libxkbcommon0 libsm6 libxi6 libxxf86vm1 libxfixes3 libxrender1 chromium postgresql >/dev/null; }; \
+	else echo "system-deps: not root or no apt-get; install libegl1 libegl-mesa0 libgl1-mesa-dri for pixel rendering, chromium and postgresql for the serve tests"; fi
 
 $(STAMP): pyproject.toml constraints.txt
 	$(MAKE) system-deps
