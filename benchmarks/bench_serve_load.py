@@ -1,10 +1,12 @@
 """Load test of ``causalplay serve``: simulated participants complete sessions concurrently on loopback.
 
-Starts ``causalplay serve`` (one uvicorn process, SQLite file in the output folder, 127.0.0.1 and a free port),
+Starts ``causalplay serve`` (one uvicorn process on 127.0.0.1 and a free port; ``--db sqlite``: a file in the
+output folder, ``--db postgres``: a throw-away PostgreSQL server of the system's binaries, also on 127.0.0.1),
 then runs ``--participants`` simulated participants at once with ``httpx.AsyncClient`` (one client, i.e. one
-cookie jar, per participant). Each participant: consent page, consent, comprehension check, 3-12 tests chosen
-at random (``--seed``) sent as htmx requests, answer page, answer, debrief; ``--think`` seconds (times a
-uniform 0.5-1.5 jitter) between steps.
+cookie jar, per participant). Each participant: consent page, consent, comprehension check, one practice test,
+end of practice, 3-12 tests chosen at random (``--seed``) sent as htmx requests, answer page, answer, debrief;
+``--think`` seconds (times a uniform 0.5-1.5 jitter) between steps. Every request times out after 60 s and the
+whole run after ``--max-seconds``.
 
 Checks after the run: every request answered 2xx/3xx (an error is any other status or a transport failure),
 every session completed, and the export (``causalplay export``, read back with ``load_trials``) holds exactly
@@ -13,14 +15,15 @@ acknowledged test missing or different in the export). Prints the numbers and wr
 
 Usage::
 
-    python benchmarks/bench_serve_load.py                              # 50 participants, think 0.25 s
-    python benchmarks/bench_serve_load.py --think 0 --rate 1000 --burst 1000   # back to back, limit lifted
+    python benchmarks/bench_serve_load.py                              # 20 participants, SQLite, think 0.25 s
+    python benchmarks/bench_serve_load.py --participants 100 --db postgres --think 2
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -35,7 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from serve_server import Server  # noqa: E402
+from serve_server import Server, postgres, write_study  # noqa: E402
 
 RESULT = re.compile(r"Test (\d+):.*?the machine <strong>(lit up|did not light up)</strong>", re.S)
 
@@ -46,7 +49,10 @@ async def participant(k: int, url: str, rng: np.random.Generator, think: float, 
     n_tests = int(rng.integers(3, 13))
     trials = [tuple(np.flatnonzero(rng.random(4) < 0.5).tolist()) for _ in range(n_tests)]
     acked[pid] = []
-    async with httpx.AsyncClient(base_url=url, timeout=60.0) as c:
+    # each participant from its own loopback address (127.1.x.y), as people come from their own: the server's
+    # per-address limit on new sessions (60 at once, 2/s) is for one machine, not for a whole study
+    transport = httpx.AsyncHTTPTransport(local_address=f"127.1.{k // 200}.{k % 200 + 1}")
+    async with httpx.AsyncClient(base_url=url, timeout=60.0, transport=transport) as c:
         async def req(kind, method, path, **kw):
             await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             t0 = time.perf_counter()
@@ -67,6 +73,11 @@ async def participant(k: int, url: str, rng: np.random.Generator, think: float, 
             return False
         if await req("check", "POST", "/check", data={"how": "test", "count": "2", "when": "ready"}) is None:
             return False
+        if await req("practice", "POST", "/practice/test", data={"seq": "1", "objects": ["1"]},
+                     headers={"HX-Request": "true"}) is None:
+            return False
+        if await req("practice_done", "POST", "/practice/done") is None:
+            return False
         for j, on in enumerate(trials, start=1):
             r = await req("test", "POST", "/test", data={"seq": str(j), "objects": [str(i) for i in on]},
                           headers={"HX-Request": "true"})
@@ -86,17 +97,20 @@ async def participant(k: int, url: str, rng: np.random.Generator, think: float, 
         return r is not None and "Thank you" in r.text
 
 
-async def run_all(url, n, seed, think):
+async def run_all(url, n, seed, think, max_seconds):
     lat, errors, acked = [], [], {}
     rngs = [np.random.default_rng([seed, k]) for k in range(n)]
     t0 = time.perf_counter()
-    done = await asyncio.gather(*(participant(k, url, rngs[k], think, lat, errors, acked) for k in range(n)))
+    done = await asyncio.wait_for(asyncio.gather(*(participant(k, url, rngs[k], think, lat, errors, acked)
+                                                   for k in range(n))), max_seconds)
     return lat, errors, acked, done, time.perf_counter() - t0
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--participants", type=int, default=50)
+    ap.add_argument("--participants", type=int, default=20)
+    ap.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--max-seconds", type=float, default=600.0, help="the whole run's time limit")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--think", type=float, default=0.25, help="seconds between a participant's requests")
     ap.add_argument("--rate", type=float, default=None, help="server --rate (default: the server's)")
@@ -107,14 +121,25 @@ def main(argv=None) -> dict:
         ap.error("--participants must be >= 1 and --think >= 0")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    db_path = out / "load.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    db = f"sqlite:///{db_path.resolve()}"
+    with postgres() if a.db == "postgres" else contextlib.nullcontext((None, None)) as (pg, reason):
+        if a.db == "postgres" and pg is None:
+            ap.error(reason)
+        return run(a, out, pg)
+
+
+def run(a, out: Path, pg: str | None) -> dict:
+    if pg is None:
+        db_path = out / "load.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    db = pg or f"sqlite:///{db_path.resolve()}"
+    # raw ids, so the export can be matched to what each simulated participant saw acknowledged
+    study = write_study(out / "study.toml", raw_ids=True, contact="load test")
     extra = [*(["--rate", str(a.rate)] if a.rate else []), *(["--burst", str(a.burst)] if a.burst else [])]
-    srv = Server(db, "nexiom", a.seed, None, *extra).start()
+    srv = Server(db, "nexiom", a.seed, None, "--study", str(study), *extra).start()
     try:
-        lat, errors, acked, done, wall = asyncio.run(run_all(srv.url, a.participants, a.seed, a.think))
+        lat, errors, acked, done, wall = asyncio.run(run_all(srv.url, a.participants, a.seed, a.think,
+                                                             a.max_seconds))
     finally:
         srv.stop()
 
@@ -143,14 +168,14 @@ def main(argv=None) -> dict:
         "wall_s": wall, "requests_per_s": len(lat) / wall,
         "latency_ms": {"p50": 1e3 * float(np.percentile(secs, 50)), "p95": 1e3 * float(np.percentile(secs, 95)),
                        "p99": 1e3 * float(np.percentile(secs, 99)), "max": 1e3 * float(secs.max())},
-        "by_kind": by_kind, "think_s": a.think, "rate": a.rate, "burst": a.burst, "seed": a.seed,
+        "by_kind": by_kind, "db": a.db, "think_s": a.think, "rate": a.rate, "burst": a.burst, "seed": a.seed,
         "machine": {"cpus": os.cpu_count(), "load_avg_after": os.getloadavg(), "python": platform.python_version()},
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=ROOT).stdout.strip(),
     }
     (out / "results.json").write_text(json.dumps(res, indent=2))
-    print(f"{res['completed']}/{a.participants} sessions completed, {res['errors']} errors, "
+    print(f"{a.db}: {res['completed']}/{a.participants} sessions completed, {res['errors']} errors, "
           f"{res['lost_rows']} lost rows ({res['acknowledged_tests']} acknowledged tests, "
           f"{res['exported_tests']} exported)")
     L = res["latency_ms"]
