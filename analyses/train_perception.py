@@ -1,6 +1,6 @@
-"""Train the perception CNN (:mod:`causalplay.perception`) on rendered panels and measure it on held-out ones.
+"""Train the perception CNN (:mod:`causalplay.agents.perception`) on rendered panels and measure it on held-out ones.
 
-Panels are drawn by :func:`causalplay.perception.sample_panels` (objects as the envs draw them, on-bits and the
+Panels are drawn by :func:`causalplay.agents.perception.sample_panels` (objects as the envs draw them, on-bits and the
 light independent coin flips): training frames from ``default_rng([seed, 0])``, held-out frames from
 ``default_rng([seed, 1])`` (other objects, other masks), both rendered by our Blender renderer into the disk
 store ``cache_dir`` (a second run reads them back instead of rendering). Optionally a set of Cycles frames from
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from causalplay.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, render_panels, sample_panels
+from causalplay.agents.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, render_panels, sample_panels
 from causalplay.render.scene import MAX_OBJECTS, SCENE_VERSION
 
 

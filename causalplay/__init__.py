@@ -13,7 +13,7 @@ entry point (``gymnasium.make("causalplay/IVRE-v0")`` works without importing ca
 
 import importlib
 
-from .core._version import __version__
+from .core._version import __version__  # noqa: F401  (the package version)
 
 # public name -> the module that defines it (docs/architecture.md maps every layer)
 _HOME = {

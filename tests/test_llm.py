@@ -20,10 +20,18 @@ from causalplay.envs import make_batch
 from typer.testing import CliRunner
 
 from causalplay.agents import TaskInfo, make_agent, parse_agent_spec, split_agent_specs
+from causalplay.agents.llm import LLMError, format_transcript, parse_objects
+from causalplay.agents.llm.stub import (
+    GARBAGE_ANSWERS,
+    GARBAGE_FAILS,
+    EIGScript,
+    Flaky,
+    StubReply,
+    StubServer,
+    garbage_model,
+)
+from causalplay.agents.llm.template import IVRE, render_set
 from causalplay.bench import run_episodes
-from causalplay.llm import LLMError, format_transcript, parse_objects
-from causalplay.llm.stub import GARBAGE_ANSWERS, GARBAGE_FAILS, EIGScript, Flaky, StubReply, StubServer, garbage_model
-from causalplay.llm.template import IVRE, render_set
 from causalplay.core.rules import disjunctive
 
 SECRET = "sk-test-0123456789abcdef-DO-NOT-LEAK"
@@ -395,7 +403,7 @@ def test_show_dialogue_prints_the_appendix_d_transcript(tmp_path, monkeypatch):
 
 # -- the client: cache keys, timeouts, the concurrency limit -------------------------------------------------------
 def test_cache_key_is_model_messages_temperature_endpoint(tmp_path):
-    from causalplay.llm import ChatClient
+    from causalplay.agents.llm import ChatClient
 
     msgs = [{"role": "user", "content": "Round 1: which objects?"}]
     with StubServer(lambda m, b: "1.") as s1, StubServer(lambda m, b: "2.") as s2:
@@ -417,7 +425,7 @@ def test_timeouts_are_retried_then_reported():
         time.sleep(1.0)
         return "1."
 
-    from causalplay.llm import ChatClient
+    from causalplay.agents.llm import ChatClient
 
     with StubServer(slow) as srv:
         c = ChatClient("stub", srv.url, timeout=0.2, max_retries=1, backoff=0.001)
@@ -430,7 +438,7 @@ def test_concurrency_limit_is_respected(monkeypatch):
     import threading
     import time
 
-    import causalplay.llm.client as client
+    import causalplay.agents.llm.client as client
 
     waited = []  # the client waits through the polling helper, so Ctrl-C stops a long batch promptly
 
@@ -462,7 +470,7 @@ def test_concurrency_limit_is_respected(monkeypatch):
 
 def test_a_server_that_echoes_the_key_does_not_leak_it_into_errors(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    from causalplay.llm import ChatClient
+    from causalplay.agents.llm import ChatClient
 
     with StubServer(lambda m, b: StubReply(f"Incorrect API key provided: {SECRET} (sk-proj-****abcd)", 401)) as srv:
         with pytest.raises(LLMError, match="answered HTTP 401") as err:

@@ -11,10 +11,10 @@ import torch
 from analysis import load_analysis
 
 from causalplay.agents import EIGAgent, TaskInfo, make_agent
+from causalplay.agents.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, sample_panels
 from causalplay.agents.pixels import EIGPixelsAgent
-from causalplay.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, sample_panels
-from causalplay.render import bpy_available
 from causalplay.core.rules import disjunctive
+from causalplay.render import bpy_available
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_bpy = pytest.mark.skipif(not bpy_available(), reason="bpy (Blender as a Python module) is not installed; "
@@ -126,7 +126,7 @@ def test_misread_panel_is_rebuilt_not_fatal():
     # two confident panels that contradict a deterministic disjunctive machine: {0} lit, then {0} dark
     for lit in (1.0, 0.0):
         agent.readouts.append((torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64), torch.tensor([lit])))
-        agent.post.update(torch.tensor([[True, False, False]]), torch.tensor([bool(lit)]), torch.tensor([True]))
+        agent.post.observe_(torch.tensor([[True, False, False]]), torch.tensor([bool(lit)]), torch.tensor([True]))
     agent.count = torch.tensor([1])
     assert not torch.isfinite(agent.post.log_w).all()  # the exact learner has nothing left
     agent._rebuild([0])
@@ -164,7 +164,7 @@ def test_eig_pixels_with_perfect_perception_is_eig(env_id):
 
 @needs_bpy
 def test_shipped_model_reads_fresh_frames():
-    from causalplay.perception import render_panels
+    from causalplay.agents.perception import render_panels
     from causalplay.render import Renderer
 
     assert DEFAULT_WEIGHTS.is_file() and DEFAULT_WEIGHTS.stat().st_size <= 2 * 2**20

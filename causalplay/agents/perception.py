@@ -25,7 +25,7 @@ from causalplay.render.scene import HEIGHT, MAX_OBJECTS, WIDTH, make_frame
 __all__ = ["PerceptionNet", "Perception", "sample_panels", "render_panels", "DEFAULT_WEIGHTS", "FORMAT"]
 
 #: the weights shipped with the package (``analyses/train_perception.py``'s default config)
-DEFAULT_WEIGHTS = Path(__file__).parent / "data" / "perception" / "workbench_n9.pt"
+DEFAULT_WEIGHTS = Path(__file__).parents[1] / "data" / "perception" / "workbench_n9.pt"
 #: bumped when the saved file's layout changes
 FORMAT = 1
 

@@ -1,6 +1,6 @@
 """``eig-pixels``: the exact Bayesian learner behind a perception model, playing the pixel envs.
 
-Each rendered panel goes through :class:`causalplay.perception.Perception` (on-bit and light probabilities);
+Each rendered panel goes through :class:`causalplay.agents.perception.Perception` (on-bit and light probabilities);
 the readout is the evidence of the exact learner of :class:`~causalplay.agents.bayesian.EIGAgent` (same
 posterior, EIG trial choice, MAP guess and "did not end" update).
 
@@ -67,7 +67,7 @@ class EIGPixelsAgent(EIGAgent):
         if isinstance(max_unsure, bool) or not isinstance(max_unsure, int) or max_unsure < 0:
             raise ValueError(f"eig-pixels: max_unsure must be an int >= 0, got {max_unsure!r}")
         if perception is None or isinstance(perception, (str, os.PathLike)):
-            from causalplay.perception import Perception
+            from causalplay.agents.perception import Perception
 
             perception = Perception.load(perception)
         elif not callable(getattr(perception, "probs", None)):

@@ -32,7 +32,7 @@ def load_dialogues(out: str | Path, env: str, agent: str, seed: int = 0, n: int 
 
 def print_dialogues(out: str | Path, df: pd.DataFrame, n: int, console=None) -> None:
     """Print the first ``n`` dialogues (seed 0) of every agent of ``df`` that wrote dialogues."""
-    from causalplay.llm.template import format_transcript
+    from causalplay.agents.llm.template import format_transcript
 
     def say(text: str) -> None:
         if console is None:

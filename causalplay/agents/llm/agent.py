@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Agent, TaskInfo
+from ..base import Agent, TaskInfo
 
 __all__ = ["LLMAgent"]
 
@@ -18,14 +18,14 @@ _DEFAULT_CACHE = "default"
 
 
 class LLMAgent(Agent):
-    """Plays ``B`` episodes at once, one chat per episode (the template: :mod:`causalplay.llm.template`).
+    """Plays ``B`` episodes at once, one chat per episode (the template: :mod:`causalplay.agents.llm.template`).
 
     Knows what the dialogue says: the number of objects and rounds, the rule family in words (the template's
     ``rule_text``), the largest blicket count ("up to four"; the ``ivre-count`` template also tells the
     episode's count), each round's panel, and "Your answer is wrong." when its guess did not end the episode.
 
     Every round ``k`` (= action ``k``): the belief question for panel ``k``; its answer, parsed
-    (:func:`causalplay.llm.parse.parse_objects`), is the belief (1 for the named objects, 0 for the others, as in
+    (:func:`causalplay.agents.llm.parse.parse_objects`), is the belief (1 for the named objects, 0 for the others, as in
     the paper). In the rounds whose trial the task runs, the trial question follows; the named objects are the
     trial. An answer that does not parse counts in ``parse_failures`` and acts as the empty set; the episode
     goes on. Requests of all running episodes go out together, ``concurrency`` at a time.
@@ -50,9 +50,10 @@ class LLMAgent(Agent):
         The "up to" count in the opening; default the task's largest allowed count.
     send_seed : bool
         Pass a per-episode ``seed`` to the endpoint (reproducible sampling where the server honours it).
-    concurrency, timeout, max_retries, backoff : see :class:`causalplay.llm.client.ChatClient`.
+    concurrency, timeout, max_retries, backoff : see :class:`causalplay.agents.llm.client.ChatClient`.
     cache : str or None
-        Response-cache folder; ``"default"`` (:func:`causalplay.llm.client.default_cache_dir`), ``None`` for none.
+        Response-cache folder; ``"default"`` (:func:`causalplay.agents.llm.client.default_cache_dir`), ``None``
+        for none.
     merge_user_messages : bool
         Send consecutive user messages as one (for servers whose chat template needs strictly alternating
         roles); the transcript keeps them apart.
@@ -65,8 +66,8 @@ class LLMAgent(Agent):
                  max_tokens: int | None = None, max_blickets: int | None = None, send_seed: bool = True,
                  concurrency: int = 8, timeout: float = 60.0, max_retries: int = 6, backoff: float = 1.0,
                  cache: str | None = _DEFAULT_CACHE, merge_user_messages: bool = False, api_key=None):
-        from causalplay.llm.client import ChatClient, default_cache_dir
-        from causalplay.llm.template import get_template
+        from .client import ChatClient, default_cache_dir
+        from .template import get_template
 
         super().__init__(seed)
         if api_key is not None:  # the value is not echoed
@@ -148,7 +149,7 @@ class LLMAgent(Agent):
 
     def _ask(self, rows: list[int]) -> list[tuple[int, ...]]:
         """Send the chats of ``rows``, append the answers, return the parsed object sets (0-based)."""
-        from causalplay.llm.parse import parse_objects
+        from .parse import parse_objects
 
         reqs = [{"messages": self._payload(b), "temperature": self.temperature, "max_tokens": self.max_tokens,
                  "seed": (self.seed * 1000003 + b) % 2**31 if self.send_seed else None} for b in rows]

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core._futures import wait_result
+from causalplay.core._futures import wait_result
 
 __all__ = ["ChatClient", "Completion", "ResponseCache", "LLMError", "default_cache_dir", "DEFAULT_BASE_URL"]
 

@@ -12,7 +12,7 @@ callable ``model(messages, body) -> str | StubReply``. Scripted models:
 
 Token counts in ``usage`` are approximate (words and punctuation marks, +3 per message), not a real tokenizer.
 
-Run one by hand: ``python -m causalplay.llm.stub --model eig --port 8000`` then
+Run one by hand: ``python -m causalplay.agents.llm.stub --model eig --port 8000`` then
 ``OPENAI_BASE_URL=http://127.0.0.1:8000/v1 causalplay bench --agents "llm:model=stub:template=ivre-count"``.
 """
 
