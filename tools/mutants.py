@@ -57,17 +57,17 @@ _ENV_CORE += tuple(f"tests/test_task.py::{t}" for t in (
     "test_ivre_jsd_numpy_batches_mixed_inputs_and_errors"))
 
 MODULES: dict[str, Module] = {
-    "exact": Module(("causalplay/exact.py",), ("tests/test_exact.py",)),
-    "eig": Module(("causalplay/eig.py",), ("tests/test_eig.py",)),
+    "exact": Module(("causalplay/core/exact.py",), ("tests/test_exact.py",)),
+    "eig": Module(("causalplay/core/eig.py",), ("tests/test_eig.py",)),
     "machine": Module(("envs/machine.py",), _ENV_CORE),
     "reward": Module(("envs/reward.py",), _ENV_CORE),
-    "metrics": Module(("causalplay/bench/metrics.py",), ("tests/test_bench.py", "-k", "by_hand or template_folds")),
+    "metrics": Module(("causalplay/core/metrics.py",), ("tests/test_bench.py", "-k", "by_hand or template_folds")),
     # the tests of test_fit.py that reach scoring.py, less the slow fit/simulate/save round trip (its scoring
     # checks are covered by the by-hand score tests)
     "scoring": Module(("causalplay/fitting/scoring.py",),
                       ("tests/test_fit.py", "-k", "(score or compare or paired) and not simulate")),
-    "validator": Module(("causalplay/data/__init__.py",), ("tests/test_data.py",)),
-    "rules": Module(("causalplay/rules.py",), ("tests/test_rules.py", "tests/test_exact.py")),
+    "validator": Module(("causalplay/data/loader.py", "causalplay/data/trials.py",), ("tests/test_data.py",)),
+    "rules": Module(("causalplay/core/rules.py",), ("tests/test_rules.py", "tests/test_exact.py")),
 }
 
 _SAME_LIKELIHOOD = ("performance only: the tabulated and the untabulated Oracle updates compute the same float64 "
@@ -86,15 +86,15 @@ EQUIVALENT: dict[str, str] = {
     "causalplay.envs.machine.xǁOracleǁ__init____mutmut_17": _SAME_LIKELIHOOD,  # table for N <= 11
     "causalplay.envs.machine.xǁOracleǁ__init____mutmut_27": _SAME_LIKELIHOOD,  # never a table
     "causalplay.envs.machine.xǁOracleǁupdate__mutmut_6": "ndarray.astype(None) is astype(float64)",
-    "causalplay.bench.metrics.x_auccess_weights__mutmut_4": "np.log of int64 1..K returns the same float64 values",
-    "causalplay.bench.metrics.x_auccess_weights__mutmut_7": "np.log of int64 1..K returns the same float64 values",
-    "causalplay.bench.metrics.x_assign_split__mutmut_22": "searchsorted never returns < 0: the lower clip never acts",
-    "causalplay.bench.metrics.x_assign_split__mutmut_34": "numpy reads side='RIGHT' as 'right'",
-    "causalplay.bench.metrics.x_stable_unit__mutmut_7": "int.from_bytes defaults to byteorder='big' (Python >= 3.11)",
-    "causalplay.bench.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
+    "causalplay.core.metrics.x_auccess_weights__mutmut_4": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.core.metrics.x_auccess_weights__mutmut_7": "np.log of int64 1..K returns the same float64 values",
+    "causalplay.core.metrics.x_assign_split__mutmut_22": "searchsorted never returns < 0: the lower clip never acts",
+    "causalplay.core.metrics.x_assign_split__mutmut_34": "numpy reads side='RIGHT' as 'right'",
+    "causalplay.core.metrics.x_stable_unit__mutmut_7": "int.from_bytes defaults to byteorder='big' (Python >= 3.11)",
+    "causalplay.core.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
 }
 
-_E = "causalplay.eig."
+_E = "causalplay.core.eig."
 _CACHE = ("cache key or lookup only: a miss recomputes the same value from the space (nothing else reads the "
           "key)")
 _EINSUM = "torch.einsum reads upper-case subscripts as the same letters: the same contraction"
@@ -190,11 +190,11 @@ EQUIVALENT.update({
 })
 
 EQUIVALENT.update({
-    "causalplay.rules.x_disjunctive__mutmut_5": "Threshold's default m is 1",
-    "causalplay.rules.xǁRuleǁp_lit__mutmut_7": "noise 0 through apply_noise: 1.0 * f + 0.0 * (1 - f) is f exactly",
+    "causalplay.core.rules.x_disjunctive__mutmut_5": "Threshold's default m is 1",
+    "causalplay.core.rules.xǁRuleǁp_lit__mutmut_7": "noise 0 through apply_noise: 1.0 * f + 0.0 * (1 - f) is f exactly",
 })
 
-_X = "causalplay.exact."
+_X = "causalplay.core.exact."
 _TWO_D = ("log_w is 2-D [B, H] for both callers (log_posterior's out; observe's documented log_w [B, H] plus its "
           "[B, H] likelihood), where ")
 EQUIVALENT.update({
