@@ -29,7 +29,7 @@ def scenes(n: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
         a = rng.random((64, 3))
         ok = np.flatnonzero(~invalid(scene, to_balls(a)))
         if len(ok):
-            out.append((scene, to_balls(a[ok[0]])[0]))
+            out.append((scene, to_balls(a[ok[0]])))
     return out
 
 

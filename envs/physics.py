@@ -103,11 +103,11 @@ class PhysicsBatch:
     def step(self, action, check: bool = True):
         """Attempt ``action [B, 3m]`` in every active row; returns ``obs, reward, terminated, truncated``; the
         rows' last outcome (``"valid"``, ``"solved"``) is in :attr:`last`."""
-        a = batch_action(action, self.action_size, self.B, check).numpy()
+        a = np.asarray(batch_action(action, self.action_size, self.B, check), dtype=np.float64)
         reward, term, trunc = np.zeros(self.B), np.zeros(self.B, bool), np.zeros(self.B, bool)
         self.last = {"valid": np.zeros(self.B, bool), "solved": np.zeros(self.B, bool), "traj": [None] * self.B}
         for b in np.flatnonzero(~self.done.numpy()):
-            r = simulate(self.tasks[b].scene, to_balls(a[b])[0], record=self.record_every)
+            r = simulate(self.tasks[b].scene, to_balls(a[b]), record=self.record_every)
             self.last["valid"][b], self.last["solved"][b], self.last["traj"][b] = r.valid, r.solved, r.traj
             if not r.valid:
                 self.invalid[b] += 1

@@ -49,7 +49,8 @@ class PhysicsTask:
 
 
 def to_balls(actions: np.ndarray) -> np.ndarray:
-    """Actions ``[K, 3m]`` in ``[0, 1]`` -> balls ``[K, m, 3]`` in world units (``x, y, r``)."""
+    """Actions ``[K, 3m]`` in ``[0, 1]`` -> balls ``[K, m, 3]`` in world units (``x, y, r``); one action ``[3m]`` ->
+    ``[m, 3]``."""
     a = np.asarray(actions, dtype=np.float64)
     a = a.reshape(*a.shape[:-1], -1, 3)
     return np.stack([a[..., 0] * W, a[..., 1] * W, RMIN + a[..., 2] * (RMAX - RMIN)], -1)
@@ -300,7 +301,7 @@ def search(scene: np.ndarray, m: int, rng, budget: int = SEARCH) -> np.ndarray |
         acts = _proposals(scene, rng, 64, m)
         for act in acts[~invalid(scene, to_balls(acts))]:
             tried += 1
-            if simulate(scene, to_balls(act)[0], check=False).solved:
+            if simulate(scene, to_balls(act), check=False).solved:
                 return act
     return None
 

@@ -8,11 +8,10 @@ import gymnasium
 import numpy as np
 import pandas as pd
 import pytest
-from gymnasium.utils.env_checker import check_env
-
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, invalid, render, simulate
 from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, action_set, folds, make_task, task_split, to_balls
+from gymnasium.utils.env_checker import check_env
 
 IDS = {"causalplay/PhysicsB-v0": "causalplay.envs.physics:make_b",
        "causalplay/Physics2B-v0": "causalplay.envs.physics:make_2b"}
@@ -84,7 +83,7 @@ def test_every_template_is_solvable_and_deterministic(tier):
     for t in range(len(TEMPLATES)) if tier == "B" else (0, 7, 10):
         task = make_task(tier, t, 0)
         assert task.solution.shape == (3 * m,)
-        assert simulate(task.scene, to_balls(task.solution)[0]).solved
+        assert simulate(task.scene, to_balls(task.solution)).solved
         assert not simulate(task.scene).solved
         again = make_task(tier, t, 0)
         assert np.array_equal(task.scene, again.scene) and np.array_equal(task.solution, again.solution)

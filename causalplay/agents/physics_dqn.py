@@ -1,0 +1,153 @@
+"""PHYRE's DQN baseline, scaled to CPU: an image encoder and an action encoder fused by FiLM, trained to predict
+whether an action solves a task from simulated attempts, then used to rank the tier's fixed action set.
+
+Network (PHYRE's design, smaller): the initial scene rendered at 64x64 as a 7-channel one-hot image through three
+stride-2 convolutions; the action through an MLP with one hidden layer of 512 units that outputs a gain and a
+bias per channel (FiLM) applied before the last convolution block; global average pooling; a linear logit.
+Training: cross-entropy on batches with equal numbers of solving and failing attempts, Adam, the learning rate
+annealed to 0 on a half cosine. PHYRE's DQN trains a ResNet-18 on 100,000 attempts per task; this one trains on
+the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 12 tasks per template x 1,000
+actions) for ``steps`` batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from causalplay.envs.physics_sim import render
+from causalplay.envs.physics_templates import TIERS, action_set
+
+from .physics import MemAgent, outcomes
+
+__all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "images"]
+
+RES = 64
+
+
+def images(tasks) -> torch.Tensor:
+    """Initial scenes as one-hot float images ``[n, 7, RES, RES]``."""
+    idx = torch.from_numpy(np.stack([render(t.scene, res=RES) for t in tasks]).astype(np.int64))
+    return nn.functional.one_hot(idx, 7).permute(0, 3, 1, 2).float()
+
+
+class PhysicsNet(nn.Module):
+    """``forward(img [n, 7, RES, RES], action [n, 3m]) -> logit [n]``; :meth:`trunk` and :meth:`head` split it so
+    one scene's features are computed once when ranking many actions."""
+
+    def __init__(self, m: int, ch: int = 64):
+        super().__init__()
+        self.ch = ch
+        self.conv = nn.Sequential(nn.Conv2d(7, 16, 4, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 4, 2, 1), nn.ReLU(),
+                                  nn.Conv2d(32, ch, 4, 2, 1), nn.ReLU())
+        self.act = nn.Sequential(nn.Linear(3 * m, 512), nn.ReLU(), nn.Linear(512, 2 * ch))
+        self.last = nn.Sequential(nn.Conv2d(ch, ch, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(ch, 1))
+
+    def trunk(self, img: torch.Tensor) -> torch.Tensor:
+        return self.conv(img)
+
+    def head(self, feat: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        gain, bias = self.act(action).chunk(2, -1)
+        return self.last(feat * (1 + gain[..., None, None]) + bias[..., None, None]).squeeze(-1)
+
+    def forward(self, img: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.head(self.trunk(img), action)
+
+
+def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 800, batch: int = 128,
+              lr: float = 3e-3, cache: str = "runs/physics") -> PhysicsNet:
+    """Train on the outcomes of the training pool restricted to ``tasks``; writes ``out/model.pt`` and
+    ``out/config.json`` (loaded instead of retrained when present)."""
+    out = Path(out)
+    net = PhysicsNet(TIERS[tier])
+    if (out / "model.pt").exists():
+        net.load_state_dict(torch.load(out / "model.pt"))
+        return net.eval()
+    keys, o = outcomes(tier, tasks, cache)
+    keep = {t.key: t for t in tasks}
+    rows = [i for i, k in enumerate(keys) if k in keep]
+    imgs, o = images([keep[keys[i]] for i in rows]), o[rows]
+    acts = torch.as_tensor(action_set(tier), dtype=torch.float32)
+    pos, neg = np.argwhere(o == 1), np.argwhere(o == 0)
+    gen = np.random.default_rng(seed)
+    torch.manual_seed(seed)  # the initial weights; the caller's global stream is restored below
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    net.train()
+    for _ in range(steps):
+        pick = np.concatenate([pos[gen.integers(0, len(pos), batch // 2)], neg[gen.integers(0, len(neg), batch // 2)]])
+        y = torch.as_tensor(o[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32)
+        loss = nn.functional.binary_cross_entropy_with_logits(net(imgs[pick[:, 0]], acts[pick[:, 1]]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(net.state_dict(), out / "model.pt")
+    (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
+                                                 "lr": lr, "tasks": len(rows), "positives": int(len(pos)),
+                                                 "final_loss": loss.item()}))
+    return net.eval()
+
+
+class DqnAgent(MemAgent):
+    """DQN (``online=False``) / DQN-O (``online=True``): ranks the fixed action set by the network's score for
+    the test task's initial image.
+
+    Knows: the training tasks and the simulator (training only: the network is fit to simulated attempts);
+    at test time only the initial image. DQN-O takes ``updates`` gradient steps (learning rate ``lr_online``)
+    of the fusion and head layers on each finished test task's attempts, then plays the next task with the
+    updated network.
+    """
+
+    def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, steps: int = 800,
+                 updates: int = 10, lr_online: float = 1e-3):
+        super().__init__(tier, seed, cache, online=online)
+        self.name, self.steps, self.updates, self.lr_online = ("dqn-o" if online else "dqn"), steps, updates, lr_online
+
+    def train(self, tasks, setting):
+        self.setting = setting
+        digest = hashlib.sha256(",".join(sorted(t.key for t in tasks)).encode()).hexdigest()[:12]
+        state = torch.random.get_rng_state()
+        try:
+            self.net = train_dqn(self.tier, tasks, Path(self.cache) / "dqn" / f"{self.tier}-{digest}-s{self.seed}",
+                                 self.seed, self.steps, cache=self.cache)
+        finally:
+            torch.random.set_rng_state(state)
+        self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
+        if self.online:
+            self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
+
+    def begin(self, tasks):
+        super(MemAgent, self).begin(tasks)
+        self.imgs = images(tasks)
+        with torch.no_grad():
+            self.rank = [torch.argsort(-self.net.head(f[None].expand(len(self.acts_t), -1, -1, -1), self.acts_t),
+                                       stable=True).numpy() for f in self.net.trunk(self.imgs)]
+        self.pos = np.zeros(len(tasks), dtype=np.int64)
+        self.done_idx = [[] for _ in tasks]
+
+    def end(self):
+        if not self.online:
+            return
+        for b in range(len(self.tasks)):
+            tried = [d for d in self.done_idx[b] if isinstance(d, tuple)]
+            if not tried:
+                continue
+            idx = torch.tensor([i for i, _ in tried])
+            y = torch.tensor([float(s) for _, s in tried])
+            with torch.no_grad():  # online steps adapt the fusion and head; the image trunk stays as trained
+                feat = self.net.trunk(self.imgs[b:b + 1]).expand(len(idx), -1, -1, -1)
+            self.net.train()
+            for _ in range(self.updates):
+                loss = nn.functional.binary_cross_entropy_with_logits(self.net.head(feat, self.acts_t[idx]), y)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+            self.net.eval()
