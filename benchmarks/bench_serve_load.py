@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -121,6 +122,7 @@ def main(argv=None) -> dict:
         ap.error("--participants must be >= 1 and --think >= 0")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops the server and PostgreSQL
     with postgres() if a.db == "postgres" else contextlib.nullcontext((None, None)) as (pg, reason):
         if a.db == "postgres" and pg is None:
             ap.error(reason)
@@ -146,11 +148,12 @@ def run(a, out: Path, pg: str | None) -> dict:
     from causalplay.data import load_trials
     from causalplay.serve.store import export_trials
 
-    export_trials(db, out / "export")
-    d = load_trials(out / "export", n_objects=4, impossible="raise")
+    got = {}
+    if export_trials(db, out / "export")[0]:
+        d = load_trials(out / "export", n_objects=4, impossible="raise")
+        got = {pid: list(zip((tuple(o) for o in g["objects_on"]), g["lit"], strict=True))
+               for pid, g in d.tests.groupby("participant")}
     lost = 0
-    got = {pid: list(zip((tuple(o) for o in g["objects_on"]), g["lit"], strict=True))
-           for pid, g in d.tests.groupby("participant")}
     for pid, seq in acked.items():
         have = got.get(pid, [])
         lost += sum(1 for i, row in enumerate(seq) if i >= len(have) or have[i] != row)
@@ -164,7 +167,7 @@ def run(a, out: Path, pg: str | None) -> dict:
     res = {
         "participants": a.participants, "completed": int(sum(done)), "errors": len(errors),
         "error_examples": errors[:10], "requests": len(lat), "acknowledged_tests": sum(map(len, acked.values())),
-        "exported_tests": len(d.tests), "lost_rows": lost, "unacknowledged_extra_rows": extra_rows,
+        "exported_tests": sum(map(len, got.values())), "lost_rows": lost, "unacknowledged_extra_rows": extra_rows,
         "wall_s": wall, "requests_per_s": len(lat) / wall,
         "latency_ms": {"p50": 1e3 * float(np.percentile(secs, 50)), "p95": 1e3 * float(np.percentile(secs, 95)),
                        "p99": 1e3 * float(np.percentile(secs, 99)), "max": 1e3 * float(secs.max())},
@@ -179,6 +182,8 @@ def run(a, out: Path, pg: str | None) -> dict:
           f"{res['lost_rows']} lost rows ({res['acknowledged_tests']} acknowledged tests, "
           f"{res['exported_tests']} exported)")
     L = res["latency_ms"]
+    for e in res["error_examples"]:
+        print("  error:", e)
     print(f"{res['requests']} requests in {wall:.1f} s ({res['requests_per_s']:.1f}/s); latency p50 {L['p50']:.0f} ms, "
           f"p95 {L['p95']:.0f} ms, p99 {L['p99']:.0f} ms, max {L['max']:.0f} ms")
     for kind, v in by_kind.items():

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy import func, select
 
-from .app import ADMIN_COOKIE, HTTPProblem, Reading, Rt, require_admin
+from .app import ADMIN_COOKIE, HTTPProblem, Reads, Rt, require_admin
 from .store import Participant, TrialRow, export_trials
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -66,21 +66,25 @@ def dashboard(r, s) -> dict:
 
 
 @router.get("")
-def admin(request: Request, s: Reading, r: Rt):
-    resp = r.page(request, "admin.html", **dashboard(r, s), token=request.query_params.get("token", ""))
+def admin(request: Request, db: Reads, r: Rt):
+    with db.read(who=False) as (s, _):
+        resp = r.page(request, "admin.html", **dashboard(r, s), token=request.query_params.get("token", ""))
     resp.set_cookie(ADMIN_COOKIE, r.admin_cookie, httponly=True, samesite="strict", secure=r.cfg.secure_cookie,
                     path="/admin")
     return resp
 
 
 @router.get("/table")
-def admin_table(request: Request, s: Reading, r: Rt):
-    return r.page(request, "_admin_table.html", **dashboard(r, s), token=request.query_params.get("token", ""))
+def admin_table(request: Request, db: Reads, r: Rt):
+    with db.read(who=False) as (s, _):
+        return r.page(request, "_admin_table.html", **dashboard(r, s), token=request.query_params.get("token", ""))
 
 
 @router.get("/export.zip")
-def admin_export(s: Reading, r: Rt, include_incomplete: bool = False):
-    if s.scalars(select(Participant.id).where(Participant.task == r.task.env_id)).first() is None:
+def admin_export(db: Reads, r: Rt, include_incomplete: bool = False):
+    with db.read(who=False) as (s, _):
+        none = s.scalars(select(Participant.id).where(Participant.task == r.task.env_id)).first() is None
+    if none:
         raise HTTPProblem(404, f"No session of {r.task.env_id} yet: nothing to export.")
     with tempfile.TemporaryDirectory() as tmp:
         export_trials(r.engine, tmp, task=r.task.env_id, include_incomplete=include_incomplete)

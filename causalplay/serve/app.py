@@ -3,10 +3,10 @@
 Three routers: :mod:`~causalplay.serve.flow` (the participant: consent, comprehension check, practice, task,
 answer, debrief, resume on another device), :mod:`~causalplay.serve.admin` (the experimenter's dashboard and
 export) and the health check and favicon here (the static files are mounted at ``/static``). They share these
-FastAPI dependencies: :func:`runtime` (this app's settings, task, database and templates), :data:`Reading` (a
-read-only database session), :data:`Viewer` (the participant of the session cookie, read-only), :data:`Acting`
-(that participant locked in a write transaction committed before the response is sent, after the per-session
-rate limit :func:`throttle`) and :func:`require_admin`.
+FastAPI dependencies: :func:`runtime` (this app's settings, task, database and templates), :data:`Reads` and
+:data:`Writes` (the request's :class:`Db`: a read-only session, or a write transaction committed before the
+response is sent, each with the participant of the session cookie; ``Writes`` after the per-session rate limit
+:func:`throttle`) and :func:`require_admin`.
 
 Security: the session cookie is a random token (HttpOnly, SameSite=Lax, so another site cannot submit forms in
 the participant's name); pages before the judgement are rendered from public data only (the objects, the
@@ -203,14 +203,6 @@ def runtime(request: Request) -> Runtime:
 Rt = Annotated[Runtime, Depends(runtime)]
 
 
-def reading(r: Rt):
-    with Session(r.reader) as s, s.begin():
-        yield s
-
-
-Reading = Annotated[Session, Depends(reading, scope="function")]
-
-
 def participant(s: Session, request: Request, *, lock: bool = False) -> Participant:
     """The participant whose session token the request's cookie holds, else 401."""
     token = request.cookies.get(COOKIE)
@@ -226,8 +218,28 @@ def participant(s: Session, request: Request, *, lock: bool = False) -> Particip
     return p
 
 
-def viewer(request: Request, s: Reading) -> Participant:
-    return participant(s, request)
+class Db:
+    """One request's database access, opened inside the route function (``with db.read() as (s, p):``).
+
+    Not a ``yield`` dependency on purpose: FastAPI may run a dependency and the route in different threads of its
+    pool, and neither SQLite's write lock nor a pooled connection may be held across that hop -- with a hundred
+    concurrent writers the pool fills with threads waiting for the lock while its holder waits for a thread.
+    """
+
+    def __init__(self, request: Request, r: Runtime):
+        self.request, self.r = request, r
+
+    @contextlib.contextmanager
+    def read(self, who: bool = True):
+        """A read-only session and (``who``) the request's participant, else ``None``."""
+        with Session(self.r.reader) as s, s.begin():
+            yield s, participant(s, self.request) if who else None
+
+    @contextlib.contextmanager
+    def write(self):
+        """A write transaction and the request's participant, locked; an exception in the block rolls it back."""
+        with self.r.writing() as s:
+            yield s, participant(s, self.request, lock=True)
 
 
 def throttle(request: Request, r: Rt) -> None:
@@ -236,14 +248,16 @@ def throttle(request: Request, r: Rt) -> None:
         raise HTTPProblem(429, "Too many requests; please wait a moment.", {"Retry-After": "1"})
 
 
-def acting(request: Request, r: Rt, _: Annotated[None, Depends(throttle)]):
-    """The participant in a write transaction; an exception in the route rolls it back."""
-    with r.writing() as s:
-        yield s, participant(s, request, lock=True)
+def _reads(request: Request, r: Rt) -> Db:
+    return Db(request, r)
 
 
-Viewer = Annotated[Participant, Depends(viewer)]
-Acting = Annotated[tuple[Session, Participant], Depends(acting, scope="function")]
+def _writes(request: Request, r: Rt, _: Annotated[None, Depends(throttle)]) -> Db:
+    return Db(request, r)
+
+
+Reads = Annotated[Db, Depends(_reads)]
+Writes = Annotated[Db, Depends(_writes)]  # after the per-session rate limit
 
 
 def require_admin(request: Request, r: Rt) -> None:

@@ -25,7 +25,7 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import func, or_, select, text
 from sqlalchemy.exc import IntegrityError
 
-from .app import COOKIE, ID_RE, Acting, HTTPProblem, Reading, Rt, Runtime, Viewer, ids_of, number, objects_of
+from .app import COOKIE, ID_RE, HTTPProblem, Reads, Rt, Runtime, Writes, ids_of, number, objects_of
 from .store import Event, Participant, TrialRow, log_event
 from .tasks import assign_condition, episode_seed
 
@@ -64,15 +64,18 @@ def task_view(r: Runtime, s, p: Participant) -> dict:
 
 
 @router.get("/")
-def consent_page(request: Request, s: Reading, r: Rt, PROLIFIC_PID: str | None = None,
+def consent_page(request: Request, db: Reads, r: Rt, PROLIFIC_PID: str | None = None,
                  STUDY_ID: str | None = None, SESSION_ID: str | None = None):
     ids = ids_of(PROLIFIC_PID=PROLIFIC_PID, STUDY_ID=STUDY_ID, SESSION_ID=SESSION_ID)
     pid = ids.get("PROLIFIC_PID")
     token = request.cookies.get(COOKIE)
-    mine = s.scalars(select(Participant).where(Participant.session_token == token)).first() if token else None
+    with db.read(who=False) as (s, _):
+        mine = s.execute(select(Participant.code, Participant.stage).where(Participant.session_token == token)) \
+            .first() if token else None
+        started = pid and s.scalars(select(Participant.id).where(Participant.code == pid)).first() is not None
     if mine is not None and pid in (None, mine.code):
         return redirect(STAGE_URL[mine.stage])
-    if pid and s.scalars(select(Participant.id).where(Participant.code == pid)).first() is not None:
+    if started:
         return r.page(request, "resume.html", pid=pid, started=True)
     return r.page(request, "consent.html", step="Consent", pid=pid or "", study_id=ids.get("STUDY_ID", ""),
                   session_id=ids.get("SESSION_ID", ""))
@@ -138,29 +141,29 @@ def consent(request: Request, r: Rt, consent: str = Form(""), pid: str = Form(""
 
 
 @router.get("/check")
-def check_page(request: Request, p: Viewer, r: Rt):
-    if p.stage != "check":
-        return redirect(STAGE_URL[p.stage])
-    w = r.task.world(p.condition, p.episode_seed)
-    return r.page(request, "check.html", step="Questions", p=p, n_blickets=w.n_blickets, n_objects=w.n_objects,
-                  wrong=request.query_params.get("wrong"))
+def check_page(request: Request, db: Reads, r: Rt):
+    with db.read() as (s, p):
+        if p.stage != "check":
+            return redirect(STAGE_URL[p.stage])
+        w = r.task.world(p.condition, p.episode_seed)
+        return r.page(request, "check.html", step="Questions", p=p, n_blickets=w.n_blickets, n_objects=w.n_objects,
+                      wrong=request.query_params.get("wrong"))
 
 
 @router.post("/check")
-def check(r: Rt, act: Acting, how: str = Form(""), count: str = Form(""), when: str = Form("")):
-    s, p = act
-    if p.stage != "check":
-        raise HTTPProblem(409, "The comprehension check was already passed.")
-    if how not in ("test", "ask", "guess") or when not in ("ready", "once", "never"):
-        raise HTTPProblem(422, "Please answer every question of the comprehension check.")
-    n = number(count.strip(), "the number of blickets")
-    ok = how == "test" and when == "ready" and n == r.task.world(p.condition, p.episode_seed).n_blickets
-    p.check_attempts += 1
-    log_event(s, p, "check", how=how, count=n, when=when, passed=ok)
-    if not ok:
-        return redirect("/check?wrong=1")
-    _advance(p, "practice" if r.study.practice else "task")
-    return redirect(STAGE_URL[p.stage])
+def check(db: Writes, r: Rt, how: str = Form(""), count: str = Form(""), when: str = Form("")):
+    with db.write() as (s, p):
+        if p.stage != "check":
+            raise HTTPProblem(409, "The comprehension check was already passed.")
+        if how not in ("test", "ask", "guess") or when not in ("ready", "once", "never"):
+            raise HTTPProblem(422, "Please answer every question of the comprehension check.")
+        n = number(count.strip(), "the number of blickets")
+        ok = how == "test" and when == "ready" and n == r.task.world(p.condition, p.episode_seed).n_blickets
+        p.check_attempts += 1
+        log_event(s, p, "check", how=how, count=n, when=when, passed=ok)
+        if ok:
+            _advance(p, "practice" if r.study.practice else "task")
+        return redirect(STAGE_URL[p.stage] if ok else "/check?wrong=1")
 
 
 def _advance(p: Participant, stage: str) -> None:
@@ -170,108 +173,110 @@ def _advance(p: Participant, stage: str) -> None:
 
 
 @router.get("/practice")
-def practice_page(request: Request, s: Reading, r: Rt, p: Viewer):
-    if p.stage != "practice":
-        return redirect(STAGE_URL[p.stage])
-    return r.page(request, "task.html", step="Practice", **task_view(r, s, p))
+def practice_page(request: Request, db: Reads, r: Rt):
+    with db.read() as (s, p):
+        if p.stage != "practice":
+            return redirect(STAGE_URL[p.stage])
+        return r.page(request, "task.html", step="Practice", **task_view(r, s, p))
 
 
 @router.post("/practice/done")
-def practice_done(act: Acting):
-    s, p = act
-    if p.stage == "practice":
-        _advance(p, "task")
-        log_event(s, p, "practice_done")
-    return redirect(STAGE_URL[p.stage])
+def practice_done(db: Writes):
+    with db.write() as (s, p):
+        if p.stage == "practice":
+            _advance(p, "task")
+            log_event(s, p, "practice_done")
+        return redirect(STAGE_URL[p.stage])
 
 
 @router.get("/task")
-def task_page(request: Request, s: Reading, r: Rt, p: Viewer):
-    if p.stage != "task":
-        return redirect(STAGE_URL[p.stage])
-    return r.page(request, "task.html", step="Task", **task_view(r, s, p), need_test=request.query_params.get("need"))
+def task_page(request: Request, db: Reads, r: Rt):
+    with db.read() as (s, p):
+        if p.stage != "task":
+            return redirect(STAGE_URL[p.stage])
+        return r.page(request, "task.html", step="Task", **task_view(r, s, p),
+                      need_test=request.query_params.get("need"))
 
 
 @router.get("/panel")
-def panel(request: Request, s: Reading, r: Rt, p: Viewer):
+def panel(request: Request, db: Reads, r: Rt):
     """The task (or practice) panel as stored: what the page's script fetches after a lost connection."""
-    if p.stage not in ("task", "practice"):
-        return Response(status_code=204, headers={"HX-Redirect": STAGE_URL[p.stage]})
-    return r.page(request, "_panel.html", **task_view(r, s, p), notice="Connected again: your tests as the server "
-                  "stored them are shown.")
+    with db.read() as (s, p):
+        if p.stage not in ("task", "practice"):
+            return Response(status_code=204, headers={"HX-Redirect": STAGE_URL[p.stage]})
+        return r.page(request, "_panel.html", **task_view(r, s, p), notice="Connected again: your tests as the "
+                      "server stored them are shown.")
 
 
 @router.post("/test")
 @router.post("/practice/test")
-def run_test(request: Request, r: Rt, act: Acting, seq: str = Form(""), objects: list[str] = Form([])):
-    s, p = act
-    practice = request.url.path == "/practice/test"
-    if p.stage != ("practice" if practice else "task"):
-        raise HTTPProblem(409, "Tests can only be run during the task." if not practice else
-                          "The practice is over.")
-    view = task_view(r, s, p)
-    n, trial = number(seq, "seq"), objects_of(objects, view["n_objects"], "objects")
-    if n != view["seq"]:
-        # A test that already arrived (its answer was lost, or the button was pressed twice) or a stale page:
-        # nothing is stored; the answer is the task as stored, so the outcome of the test that did arrive shows.
-        if request.headers.get("HX-Request"):
-            return r.page(request, "_panel.html", **view, notice=f"Test {n} had already reached the server; "
-                          "this is where you are.")
-        return redirect(STAGE_URL[p.stage])
-    if view["tests_left"] <= 0:
-        raise HTTPProblem(409, f"All {view['max_tests']} tests are used; please give your answer.")
-    if practice:
-        log_event(s, p, "practice", test=n, objects_on=list(trial), lit=PRACTICE_BLICKET in trial)
-    else:
-        past = [on for on, _ in view["tests"]]
-        lit = r.task.outcome(p.condition, p.episode_seed, past, trial)
-        p.n_tests += 1
-        s.add(TrialRow(participant_id=p.id, test=p.n_tests, objects_on=_fmt_set(trial), lit=lit,
-                       source="participant", created_at=time.time()))
-        log_event(s, p, "test", test=p.n_tests, objects_on=list(trial), lit=lit)
-        s.flush()
-        s.refresh(p)
-    if request.headers.get("HX-Request"):
-        return r.page(request, "_panel.html", **task_view(r, s, p))
-    return redirect(STAGE_URL[p.stage])
+def run_test(request: Request, db: Writes, r: Rt, seq: str = Form(""), objects: list[str] = Form([])):
+    practice, htmx = request.url.path == "/practice/test", bool(request.headers.get("HX-Request"))
+    with db.write() as (s, p):
+        if p.stage != ("practice" if practice else "task"):
+            raise HTTPProblem(409, "The practice is over." if practice else "Tests can only be run during the task.")
+        view = task_view(r, s, p)
+        n, trial = number(seq, "seq"), objects_of(objects, view["n_objects"], "objects")
+        if n != view["seq"]:
+            # A test that already arrived (its answer was lost, or the button was pressed twice) or a stale page:
+            # nothing is stored; the answer is the task as stored, so the outcome of the test that did arrive shows.
+            if htmx:
+                return r.page(request, "_panel.html", **view, notice=f"Test {n} had already reached the server; "
+                              "this is where you are.")
+            return redirect(STAGE_URL[p.stage])
+        if view["tests_left"] <= 0:
+            raise HTTPProblem(409, f"All {view['max_tests']} tests are used; please give your answer.")
+        if practice:
+            log_event(s, p, "practice", test=n, objects_on=list(trial), lit=PRACTICE_BLICKET in trial)
+        else:
+            lit = r.task.outcome(p.condition, p.episode_seed, [on for on, _ in view["tests"]], trial)
+            p.n_tests += 1
+            s.add(TrialRow(participant_id=p.id, test=p.n_tests, objects_on=_fmt_set(trial), lit=lit,
+                           source="participant", created_at=time.time()))
+            log_event(s, p, "test", test=p.n_tests, objects_on=list(trial), lit=lit)
+            s.flush()
+            s.refresh(p)
+        return r.page(request, "_panel.html", **task_view(r, s, p)) if htmx else redirect(STAGE_URL[p.stage])
 
 
 @router.get("/judge")
-def judge_page(request: Request, s: Reading, r: Rt, p: Viewer):
-    if p.stage != "task":
-        return redirect(STAGE_URL[p.stage])
-    view = task_view(r, s, p)
-    if not view["tests"]:
-        return redirect("/task?need=1")
-    return r.page(request, "judge.html", step="Answer", **view)
+def judge_page(request: Request, db: Reads, r: Rt):
+    with db.read() as (s, p):
+        if p.stage != "task":
+            return redirect(STAGE_URL[p.stage])
+        view = task_view(r, s, p)
+        if not view["tests"]:
+            return redirect("/task?need=1")
+        return r.page(request, "judge.html", step="Answer", **view)
 
 
 @router.post("/judge")
-def judge(r: Rt, act: Acting, blickets: list[str] = Form([]), rule: str = Form("")):
-    s, p = act
-    if p.stage != "task":
-        raise HTTPProblem(409, "The answer was already given." if p.stage == "done" else
-                          "The task has not started yet.")
-    if not any(t.source == "participant" for t in p.tests):
-        raise HTTPProblem(409, "Please run at least one test before answering.")
-    judged = objects_of(blickets, p.n_objects, "blickets")
-    if rule not in r.task.rule_names:
-        raise HTTPProblem(422, f"rule must be one of {list(r.task.rule_names)}, got {rule[:20]!r}")
-    p.judged_blickets, p.rule_choice = _fmt_set(judged), rule
-    p.stage, p.finished_at = "done", time.time()
-    log_event(s, p, "judge", blickets=list(judged), rule=rule)
+def judge(db: Writes, r: Rt, blickets: list[str] = Form([]), rule: str = Form("")):
+    with db.write() as (s, p):
+        if p.stage != "task":
+            raise HTTPProblem(409, "The answer was already given." if p.stage == "done" else
+                              "The task has not started yet.")
+        if not any(t.source == "participant" for t in p.tests):
+            raise HTTPProblem(409, "Please run at least one test before answering.")
+        judged = objects_of(blickets, p.n_objects, "blickets")
+        if rule not in r.task.rule_names:
+            raise HTTPProblem(422, f"rule must be one of {list(r.task.rule_names)}, got {rule[:20]!r}")
+        p.judged_blickets, p.rule_choice = _fmt_set(judged), rule
+        p.stage, p.finished_at = "done", time.time()
+        log_event(s, p, "judge", blickets=list(judged), rule=rule)
     return redirect("/debrief")
 
 
 @router.get("/debrief")
-def debrief(request: Request, r: Rt, p: Viewer):
-    if p.stage != "done":
-        return redirect(STAGE_URL[p.stage])
-    # Only here, once the judgement is stored, is the truth read and shown.
-    w = r.task.world(p.condition, p.episode_seed)
-    return r.page(request, "debrief.html", truth=[int(i) for i in p.true_blickets.split()], rule=p.rule,
-                  judged=[int(i) for i in p.judged_blickets.split()], rule_choice=p.rule_choice, objects=w.objects,
-                  p=p)
+def debrief(request: Request, db: Reads, r: Rt):
+    with db.read() as (s, p):
+        if p.stage != "done":
+            return redirect(STAGE_URL[p.stage])
+        # Only here, once the judgement is stored, is the truth read and shown.
+        w = r.task.world(p.condition, p.episode_seed)
+        return r.page(request, "debrief.html", truth=[int(i) for i in p.true_blickets.split()], rule=p.rule,
+                      judged=[int(i) for i in p.judged_blickets.split()], rule_choice=p.rule_choice,
+                      objects=w.objects, p=p)
 
 
 @router.get("/resume")
