@@ -65,8 +65,8 @@ class Config:
     smoke: bool = False
     #: episodes of the belief-input rows' trials-vs-belief diagnosis (:func:`belief_diagnosis`)
     diagnosis_episodes: int = 2000
-    #: smoke setting: tiny runs trained here (agent, steps) on tiny networks
-    smoke_runs: tuple = (("ppo", 128), ("recurrent-td3", 128))
+    #: smoke setting: tiny runs trained here (agent, --recurrent, steps) on tiny networks
+    smoke_runs: tuple = (("ppo", False, 128), ("td3", True, 128))
     out_root: str = "runs"
     extra: dict = field(default_factory=dict)
 
@@ -87,14 +87,12 @@ def paper_row(row: str) -> str | None:
 def train_smoke(cfg: Config, root: Path) -> None:
     from causalplay.rl.train import TrainConfig, train
 
-    tiny = {"ppo": {"net_arch": [32], "n_steps": 16, "batch_size": 64, "n_epochs": 1},
-            "recurrent-td3": {"hidden": 32, "lstm": 16, "learning_starts": 64, "batch_episodes": 8,
-                              "buffer_episodes": 200}}
-    for agent, steps in cfg.smoke_runs:
-        folder = f"{agent.removeprefix('recurrent-')}-{'re' if agent.startswith('recurrent-') else 'ff'}-s0"
-        tc = TrainConfig(agent=agent, out=str(root / folder), env=cfg.env,
-                         steps=steps, seed=0, envs=8, eval_every=steps // 2, eval_episodes=20,
-                         hyper=tiny.get(agent, {}))
+    tiny = {"ppo": {"net_arch": [32, 32], "n_steps": 16, "batch_size": 128},
+            "td3": {"net_arch": [32, 32], "learning_starts": 64, "batch_size": 32, "buffer_size": 2000}}
+    for agent, recurrent, steps in cfg.smoke_runs:
+        tc = TrainConfig(agent=agent, out=str(root / f"{agent}-{'re' if recurrent else 'ff'}-s0"), env=cfg.env,
+                         steps=steps, seed=0, envs=8, recurrent=recurrent, eval_every=steps // 2, eval_episodes=20,
+                         hyper=tiny[agent])
         train(tc, progress=False)
 
 
@@ -136,7 +134,8 @@ def summarise(cfg: Config, runs: dict[str, Path], df: pd.DataFrame) -> pd.DataFr
                             "best_step": int(prog.loc[prog.eval_reward.idxmax(), "steps"]),
                             "episodes": len(g), "per_seed": per_seed, "test_acc": test.episode_solved.mean(),
                             "test_n": len(test)})
-        rec = {"env": cfg.env, "row": row, "train_seeds": len(folders),
+        preset = json.loads((runs[folders[0]] / "config.json").read_text()).get("preset") or "fast"
+        rec = {"env": cfg.env, "row": row, "preset": preset, "train_seeds": len(folders),
                "steps": int(np.mean([r["steps"] for r in per_run])),
                "wall_min": float(np.mean([r["wall_s"] for r in per_run])) / 60,
                "steps_per_s": float(np.mean([r["steps"] / max(r["wall_s"], 1e-9) for r in per_run])),
@@ -166,13 +165,14 @@ def markdown(tab: pd.DataFrame, cfg: Config) -> str:
         return "–" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.2f}"
 
     lines = [f"{cfg.env}: ours (mean ± 95% CI) beside the paper's row (10^7 steps, Tianshou).", "",
-             "| row | train seeds | env steps | wall min | steps/s | ctx Acc % | ctx R | ep Acc % | ep R | "
+             "| row | preset | train seeds | env steps | wall min | steps/s | ctx Acc % | ctx R | ep Acc % | ep R | "
              "test-fold ep Acc % | paper ctx Acc | paper ctx R | paper ep Acc | paper ep R |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in tab.iterrows():
-        lines.append(f"| {r.row} | {r.train_seeds} | {r.steps:,} | {r.wall_min:.1f} | {r.steps_per_s:.0f} | "
-                     f"{pm(r, 'context_acc')} | {pm(r, 'context_reward')} | {pm(r, 'episode_acc')} | "
-                     f"{pm(r, 'episode_reward')} | {r.test_fold_acc:.2f} (n={r.test_fold_episodes}) | "
+        lines.append(f"| {r.row} | {r.preset} | {r.train_seeds} | {r.steps:,} | {r.wall_min:.1f} | "
+                     f"{r.steps_per_s:.0f} | {pm(r, 'context_acc')} | {pm(r, 'context_reward')} | "
+                     f"{pm(r, 'episode_acc')} | {pm(r, 'episode_reward')} | "
+                     f"{r.test_fold_acc:.2f} (n={r.test_fold_episodes}) | "
                      f"{paper(r.paper_context_acc)} | {paper(r.paper_context_reward)} | "
                      f"{paper(r.paper_episode_acc)} | {paper(r.paper_episode_reward)} |")
     return "\n".join(lines) + "\n"

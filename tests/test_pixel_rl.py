@@ -8,8 +8,8 @@ import torch
 
 pytest.importorskip("stable_baselines3")
 
+from causalplay.agents.rl_features import PixelHistory, downsample, pixel_obs_space  # noqa: E402
 from causalplay.render import bpy_available  # noqa: E402
-from causalplay.rl.pixels import PixelHistory, downsample, pixel_obs_space  # noqa: E402
 from causalplay.rl.train import TrainConfig  # noqa: E402
 
 needs_bpy = pytest.mark.skipif(not bpy_available(), reason="bpy (Blender as a Python module) is not installed; "
@@ -45,10 +45,12 @@ def test_config_bad_input():
         TrainConfig(agent="recurrent-ppo", out="x", env=PIX)
     with pytest.raises(ValueError, match="with --belief-input"):
         TrainConfig(agent="ppo", out="x", env=PIX, belief_input=True)
+    with pytest.raises(ValueError, match="with --recurrent"):
+        TrainConfig(agent="td3", out="x", env=PIX, recurrent=True)
     with pytest.raises(ValueError, match="unknown or unsupported environment id 'causalplay/IVRE-Pixels-v9'"):
         TrainConfig(agent="ppo", out="x", env="causalplay/IVRE-Pixels-v9")
     cfg = TrainConfig(agent="td3", out="x", env=PIX)
-    assert cfg.name == "td3-v" and cfg.hp["buffer_size"] == 4000 and cfg.hp["envs"] == 16
+    assert cfg.name == "td3-v" and cfg.hp["buffer_size"] == 4000 and cfg.hp["envs"] == 16 and cfg.preset == "fast"
 
 
 @needs_bpy
@@ -59,9 +61,10 @@ def test_train_then_bench_agent_sees_the_training_observation(tmp_path, agent, h
     training env (PixelRLVecEnv) over the same episodes: the two build the same observations."""
     from causalplay.envs import make_batch
 
+    from causalplay.agents.rl import load_policy
     from causalplay.bench.runner import run_episodes
-    from causalplay.rl.pixels import PixelRLVecEnv
-    from causalplay.rl.train import load_policy, train
+    from causalplay.rl.envs import PixelRLVecEnv
+    from causalplay.rl.train import train
 
     torch.set_num_threads(1)
     cfg = TrainConfig(agent=agent, out=str(tmp_path / agent), env=PIX, steps=48, envs=4, eval_every=48,

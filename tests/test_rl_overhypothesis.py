@@ -14,18 +14,11 @@ pytest.importorskip("sb3_contrib")
 from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch  # noqa: E402
 
 from causalplay.agents import make_agent  # noqa: E402
+from causalplay.agents.rl import Policy, load_model, load_policy  # noqa: E402
+from causalplay.agents.rl_features import FeatureMap, to_env_action  # noqa: E402
 from causalplay.bench.sequences import run_sequences, summarise_by_machine  # noqa: E402
-from causalplay.rl.envs import make_train_env, to_env_action  # noqa: E402
-from causalplay.rl.features import FeatureMap  # noqa: E402
-from causalplay.rl.train import (  # noqa: E402
-    Policy,
-    TrainConfig,
-    _load_model,
-    evaluate,
-    load_policy,
-    read_config,
-    train,
-)
+from causalplay.rl.envs import make_train_env  # noqa: E402
+from causalplay.rl.train import TrainConfig, evaluate, read_config, train  # noqa: E402
 
 ENV = "causalplay/Overhypothesis-v0"
 TINY = {"ppo": {"net_arch": [32], "n_steps": 16, "batch_size": 64, "n_epochs": 1},
@@ -60,14 +53,15 @@ def _by_hand(pol: Policy, B: int, seed: int, rule_per: str = "sequence") -> dict
 def test_training_on_sequences_round_trips(runs, tmp_path):
     for agent, d in runs.items():
         cfg = read_config(d)
-        assert cfg.env == ENV and cfg.name == ("ppo-re-belief" if agent == "recurrent-ppo" else "ppo-ff")
+        assert cfg.env == ENV and cfg.name == ("ppo-lstm-belief" if agent == "recurrent-ppo" else "ppo-ff")
+        assert cfg.preset == "fast"  # no paper set-up on a sequence id
         prog = pd.read_csv(d / "progress.csv")
         assert prog.steps.tolist() == [128, 256]
         # evaluation reports per-machine means: Acc in [0, 1], R within one machine's range [-2 T, 20]
         assert prog.eval_acc.between(0, 1).all() and prog.eval_reward.between(-20, 20).all()
         pol = load_policy(d, "last")
         pol.model.save(tmp_path / f"{agent}.zip")
-        pol2 = Policy(_load_model(cfg, tmp_path / f"{agent}.zip"), cfg)
+        pol2 = Policy(load_model(cfg.agent, tmp_path / f"{agent}.zip"), pol.config)
         r1, r2 = _by_hand(pol, 12, seed=5), _by_hand(pol2, 12, seed=5)
         for k in ("solved_step", "episode_reward", "rule"):
             np.testing.assert_array_equal(r1[k], r2[k])
@@ -153,7 +147,7 @@ def test_overhypothesis_rl_analysis_smoke(tmp_path):
     summary = mod.run(dataclasses.replace(mod.SMOKE, out=str(tmp_path)))
     out = tmp_path / "overhypothesis_rl_smoke"
     rec = pd.read_csv(out / "records.csv")
-    assert sorted(set(rec.agent)) == ["eig-transfer", "ppo-ff-belief", "ppo-re-belief"]
+    assert sorted(set(rec.agent)) == ["eig-transfer", "ppo-ff-belief", "ppo-lstm-belief"]
     assert len(rec) == 2 * 3 * 4 * 5  # conditions x agents x sequences x machines
     # every agent met the same machines: the rule and blicket count agree across agents per (sequence, machine)
     assert (rec.groupby(["rule_per", "sequence", "machine"])[["rule", "n_blickets"]].nunique() == 1).all().all()

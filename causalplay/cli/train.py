@@ -10,22 +10,31 @@ __all__ = ["train_cmd"]
 
 
 def train_cmd(
-    agent: str = typer.Option(..., help="ppo, td3, ddpg, recurrent-ppo, recurrent-td3 or recurrent-ddpg."),
-    env: str = typer.Option("causalplay/IVRE-v0", help="A symbolic Blicket id, or causalplay/Overhypothesis-v0 "
-                                                    "(one episode = a sequence of machines)."),
-    steps: int = typer.Option(1_000_000, help="Env steps to train (summed over the vector env's rows)."),
+    agent: str = typer.Option(..., help="ppo, td3 or ddpg (recurrent-ppo: sb3-contrib's RecurrentPPO, for the "
+                                        "Overhypothesis meta-RL baseline)."),
+    recurrent: bool = typer.Option(False, "--recurrent", help="The paper's recurrent (Re) variant: a history-LSTM "
+                                   "encoder in front of the actor and of the critic."),
+    preset: str = typer.Option("", help="Hyper-parameters: 'paper' (IVRE's training scripts; the default on the "
+                                        "symbolic Blicket ids) or 'fast' (smaller, for smoke runs; the default on "
+                                        "pixel and sequence ids)."),
+    env: str = typer.Option("causalplay/IVRE-v0", help="A symbolic Blicket id, a pixel id, or "
+                                                    "causalplay/Overhypothesis-v0 (one episode = a sequence)."),
+    steps: int = typer.Option(10_000_000, help="Env steps to train (summed over the vector env's rows)."),
     seed: int = typer.Option(0, help="Training seed (networks, exploration, training episodes)."),
     out: str = typer.Option(..., help="Output folder (config.json, progress.csv, best/last checkpoints, PNG). "
                                       "Running the same command again resumes a killed run."),
-    envs: int = typer.Option(0, help="Rows of the vector env (0: the algorithm's default)."),
+    envs: int = typer.Option(0, help="Rows of the vector env (0: the preset's)."),
     obs: str = typer.Option("history", help="Observation: 'history' (count, padded history, last belief)."),
     belief_input: bool = typer.Option(False, "--belief-input", help="Append the exact posterior's marginals."),
     belief_tracker: bool = typer.Option(False, "--belief-tracker", help="Append the exact posterior that also "
                                         "excludes the guesses the env rejected, and its MAP blicket set."),
-    eval_every: int = typer.Option(50_000, help="Env steps between held-out evaluations and checkpoints."),
-    eval_episodes: int = typer.Option(1000, help="Held-out episodes per evaluation."),
-    name: str = typer.Option("", help="Row name in the benchmark (default e.g. ppo-ff, td3-re-belief)."),
-    hyper: str = typer.Option("{}", help='Hyper-parameter overrides as JSON, e.g. \'{"net_arch": [512, 512]}\'.'),
+    eval_every: int = typer.Option(0, help="Env steps between held-out evaluations and checkpoints (0: the "
+                                           "preset's, 100000 for paper)."),
+    eval_episodes: int = typer.Option(0, help="Held-out episodes per evaluation (0: the preset's, 1000)."),
+    name: str = typer.Option("", help="Row name in the benchmark (default e.g. ppo-ff, td3-re, ppo-ff-belief)."),
+    hyper: str = typer.Option("{}", help='Hyper-parameter overrides as JSON, e.g. \'{"net_arch": [256, 256]}\'.'),
+    device: str = typer.Option("cpu", help="Torch device for training: cpu, cuda, cuda:1 (checkpoints load on "
+                                           "any device)."),
     threads: int = typer.Option(1, help="Torch intra-op threads."),
     progress: bool = typer.Option(True, help="Show the progress bar."),
 ) -> None:
@@ -43,9 +52,10 @@ def train_cmd(
     if not isinstance(hp, dict):
         raise typer.BadParameter(f"--hyper must be a JSON object, got {hyper!r}")
     try:
-        cfg = TrainConfig(agent=agent, out=out, env=env, steps=steps, seed=seed, envs=envs or None, obs=obs,
-                          belief_input=belief_input, belief_tracker=belief_tracker, eval_every=eval_every,
-                          eval_episodes=eval_episodes, name=name or None, hyper=hp)
+        cfg = TrainConfig(agent=agent, out=out, env=env, steps=steps, seed=seed, envs=envs or None,
+                          recurrent=recurrent, preset=preset or None, obs=obs, belief_input=belief_input,
+                          belief_tracker=belief_tracker, eval_every=eval_every or None,
+                          eval_episodes=eval_episodes or None, name=name or None, hyper=hp, device=device)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     set_threads(threads)
@@ -53,5 +63,5 @@ def train_cmd(
         path = train(cfg, progress=progress)
     except (ValueError, FileExistsError) as err:
         raise typer.BadParameter(str(err)) from None
-    typer.echo(f"done: {cfg.name} in {path} (best.*, progress.csv, learning_curve.png); "
+    typer.echo(f"done: {cfg.name} in {path} (best.zip, progress.csv, learning_curve.png); "
                f"score it with: causalplay bench --agents rl:path={path}")

@@ -1,16 +1,20 @@
-"""``causalplay train``: train an RL agent on the native vector env, evaluate on held-out seeds, keep the best.
+"""``causalplay train``: train an RL agent on the native vector env with Stable-Baselines3, evaluate on held-out
+episodes, keep the best -- one ``model.learn`` call; evaluation, checkpoints and the CSV log are an SB3 callback.
 
 One output folder per run (``DIR``)::
 
-    config.json        what was trained (agent, env, budget, seed, hyper-parameters, row name)
-    progress.csv       one row per evaluation: steps, wall seconds, train and eval episode Acc / R
-    learning_curve.png the two curves of progress.csv
-    best.zip|best.pt   the checkpoint with the best eval episode R so far (what ``rl:path=DIR`` loads)
-    last.zip|last.pt   the latest checkpoint (+ last_buffer.* for off-policy agents, state.json): resuming
+    config.json        what was trained (agent, env, preset, budget, seed, hyper-parameters in force, row name)
+    progress.csv       one row per evaluation, written by SB3's logger: steps, wall seconds, steps/s, training
+                       episodes and their Acc / R since the last evaluation, held-out eval Acc / R, best flag,
+                       SB3's train/* values
+    learning_curve.png the eval curves of progress.csv
+    best.zip           the checkpoint with the best eval episode R so far (what ``rl:path=DIR`` loads)
+    last.zip           the latest checkpoint (+ last_buffer.pkl off-policy, last_vecnormalize.pkl with reward
+                       normalisation, state.json): running the same command again resumes from it
 
-A run killed at any point restarts from its last checkpoint when the same command is run again (the step
-count, best score and progress rows carry on; a resumed run is not bit-identical to an uninterrupted one,
-because its env rows are reseeded at the resume step). An uninterrupted run is deterministic for a seed on CPU.
+A resumed run carries on the step count, best score and progress rows; it is not bit-identical to an
+uninterrupted one (its env rows are reseeded at the resume step). An uninterrupted run is deterministic for a
+seed on CPU.
 
 Seeds: training row ``i`` of seed ``s`` draws from ``TRAIN_SEED_BASE + 10_000 s + i``; the held-out evaluation
 episodes from ``[EVAL_SEED, 0]``. Both are far from the benchmark's seeds (``[seed, shard]`` with small
@@ -19,7 +23,6 @@ numbers), so no training or model-selection episode is a benchmark episode's str
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import time
@@ -28,48 +31,61 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from stable_baselines3.common.noise import VectorizedActionNoise
 
-__all__ = ["ALGOS", "TrainConfig", "train", "load_policy", "Policy", "evaluate", "plot_curves", "TRAIN_SEED_BASE",
-           "EVAL_SEED"]
+from causalplay.agents.rl import Policy, RunInfo, load_model, read_run, sb3_class
 
-#: ``--agent`` values -> (library, recurrent).
-ALGOS = {"ppo": ("sb3", False), "td3": ("sb3", False), "ddpg": ("sb3", False),
-         "recurrent-ppo": ("sb3-contrib", True), "recurrent-td3": ("causalplay", True),
-         "recurrent-ddpg": ("causalplay", True)}
+__all__ = ["ALGOS", "PRESETS", "TrainConfig", "train", "evaluate", "build_model", "read_config", "plot_curves",
+           "TRAIN_SEED_BASE", "EVAL_SEED"]
 
+#: ``--agent`` values. ``recurrent-ppo`` is sb3-contrib's RecurrentPPO (LSTM state kept across steps): not a paper
+#: row, kept for the Overhypothesis meta-RL baseline (memory across the machines of a sequence).
+ALGOS = ("ppo", "td3", "ddpg", "recurrent-ppo")
+
+#: progress.csv's own columns (SB3's train/* values follow)
+PROGRESS_COLUMNS = ["steps", "wall_s", "steps_per_s", "train_episodes", "train_acc", "train_reward", "eval_acc",
+                    "eval_reward", "best"]
 TRAIN_SEED_BASE = 1_000_000
 EVAL_SEED = 900_000
 
-#: Default hyper-parameters per algorithm (override with ``TrainConfig.hyper``).
-DEFAULT_HYPER: dict[str, dict] = {
-    "ppo": {"envs": 64, "n_steps": 64, "batch_size": 512, "n_epochs": 4, "learning_rate": 3e-4, "gamma": 0.99,
-            "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "log_std_init": -1.0},
-    "recurrent-ppo": {"envs": 64, "n_steps": 40, "batch_size": 640, "n_epochs": 4, "learning_rate": 3e-4,
-                      "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.0, "net_arch": [256, 256], "lstm": 128,
-                      "log_std_init": -1.0},
-    "td3": {"envs": 64, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
-            "gamma": 0.99, "tau": 0.005, "gradient_steps": 1, "action_noise": 0.1, "net_arch": [256, 256, 256]},
-    "ddpg": {"envs": 64, "buffer_size": 200_000, "learning_starts": 5_000, "batch_size": 256, "learning_rate": 3e-4,
-             "gamma": 0.99, "tau": 0.005, "gradient_steps": 1, "action_noise": 0.1, "net_arch": [256, 256, 256]},
-    "recurrent-td3": {"envs": 32, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
-                      "batch_episodes": 64, "buffer_episodes": 20_000, "learning_starts": 5_000, "gradient_steps": 1,
-                      "action_noise": 0.1},
-    "recurrent-ddpg": {"envs": 32, "hidden": 256, "lstm": 128, "lr": 3e-4, "gamma": 0.99, "tau": 0.005,
-                       "batch_episodes": 64, "buffer_episodes": 20_000, "learning_starts": 5_000,
-                       "gradient_steps": 1, "action_noise": 0.1},
-}
+_OFF_PAPER = {"envs": 32, "net_arch": [512, 512, 512], "learning_rate": 3e-4, "gamma": 0.99, "tau": 0.005,
+              "action_noise": 0.1, "buffer_size": 1_000_000, "batch_size": 128, "n_step": 10, "train_freq": 10,
+              "gradient_steps": 3, "learning_starts": 0}
+_OFF_FAST = {"envs": 64, "net_arch": [256, 256, 256], "learning_rate": 3e-4, "gamma": 0.99, "tau": 0.005,
+             "action_noise": 0.1, "buffer_size": 200_000, "batch_size": 256, "n_step": 1, "train_freq": 1,
+             "gradient_steps": 1, "learning_starts": 5_000}
+_TD3 = {"policy_noise": 0.2, "noise_clip": 0.5, "policy_delay": 2}
+_PPO_FAST = {"envs": 64, "net_arch": [256, 256], "activation": "tanh", "ortho_init": True, "learning_rate": 3e-4,
+             "adam_eps": 1e-5,
+             "gamma": 0.99, "n_steps": 64, "batch_size": 512, "n_epochs": 4, "ent_coef": 0.0, "vf_coef": 0.5,
+             "gae_lambda": 0.95, "clip_range": 0.2, "max_grad_norm": 0.5, "normalize_advantage": True,
+             "normalize_reward": False, "log_std_init": -1.0}
+_RPPO = {**_PPO_FAST, "n_steps": 40, "batch_size": 640, "lstm": 128}
 
-#: Overrides of :data:`DEFAULT_HYPER` on a pixel id (``causalplay/IVRE-Pixels-v0``): a replay buffer of
-#: ``[3T, 60, 80]`` uint8 frame stacks costs ~144 kB per observation (x2 with the next one), and a CNN update is
-#: far dearer than an MLP one, so fewer rows, a small buffer and smaller batches on this CPU.
+#: ``--preset`` -> agent -> hyper-parameters. ``paper``: IVRE's training scripts (docs/rl.md lists them line by
+#: line beside the paper's, and tests/test_rl.py holds that table equal to this one); with ``--recurrent`` the first
+#: ``net_arch`` width is the history LSTM's and the rest the MLP after it (as the paper's ``ProcessLSTM``).
+#: ``fast``: our earlier, smaller settings (smoke runs; the pixel and sequence ids).
+PRESETS: dict[str, dict[str, dict]] = {
+    "paper": {"ddpg": _OFF_PAPER, "td3": {**_OFF_PAPER, **_TD3},
+              "ppo": {**_PPO_FAST, "envs": 32, "net_arch": [512, 512, 512], "n_steps": 256, "batch_size": 8192,
+                      "n_epochs": 3, "ent_coef": 0.01, "normalize_advantage": False, "normalize_reward": True,
+                      "log_std_init": -0.5, "adam_eps": 1e-8},
+              "recurrent-ppo": _RPPO},
+    "fast": {"ddpg": _OFF_FAST, "td3": {**_OFF_FAST, **_TD3}, "ppo": _PPO_FAST, "recurrent-ppo": _RPPO},
+}
+#: evaluation cadence per preset: (env steps between evaluations, held-out episodes each); the paper evaluates
+#: 1000 episodes after every 10^5-step epoch and keeps the best
+EVAL = {"paper": (100_000, 1000), "fast": (50_000, 1000)}
+
+#: Overrides on a pixel id (``causalplay/IVRE-Pixels-v0``): a replay buffer of ``[3T, 60, 80]`` uint8 frame stacks
+#: costs ~144 kB per observation (x2 with the next one) and a CNN update is far dearer than an MLP one, so fewer
+#: rows, a small buffer and smaller batches on this CPU.
 PIXEL_HYPER: dict[str, dict] = {
     "ppo": {"envs": 16, "n_steps": 64, "batch_size": 256},
     "td3": {"envs": 16, "buffer_size": 4_000, "learning_starts": 1_000, "batch_size": 64},
     "ddpg": {"envs": 16, "buffer_size": 4_000, "learning_starts": 1_000, "batch_size": 64},
 }
-
-PROGRESS_COLUMNS = ["steps", "wall_s", "steps_per_s", "train_episodes", "train_acc", "train_reward", "eval_acc",
-                    "eval_reward", "best"]
 
 
 @dataclass
@@ -83,91 +99,106 @@ class TrainConfig:
     out : str
         Output folder.
     env : str
-        A symbolic Blicket id (``causalplay/IVRE-v0``, ...), a pixel id (``causalplay/IVRE-Pixels-v0``,
-        ``causalplay/EST-Pixels-v1``; ppo / td3 / ddpg only, :mod:`causalplay.rl.pixels`) or a sequence id
-        (``causalplay/Overhypothesis-v0``: one SB3 episode is the whole sequence of machines, so a recurrent
-        policy's state carries across machines -- meta-RL; a feed-forward policy sees only the current machine
-        and its index).
+        A symbolic Blicket id (``causalplay/IVRE-v0``, ...), a pixel id (``causalplay/IVRE-Pixels-v0``; ppo / td3 /
+        ddpg feed-forward only) or a sequence id (``causalplay/Overhypothesis-v0``: one SB3 episode is the whole
+        sequence of machines, so ``recurrent-ppo``'s state carries across machines -- meta-RL).
     steps : int
         Env steps to train (summed over the vector env's rows).
     seed : int
     envs : int or None
-        Rows of the vector env (``None``: the algorithm's default in :data:`DEFAULT_HYPER`).
+        Rows of the vector env (``None``: the preset's).
+    recurrent : bool
+        The paper's recurrent ("Re") variant: the history-LSTM encoder
+        (:class:`~causalplay.agents.rl_features.HistoryLSTM`) in front of the actor and of the critic, each its own.
+    preset : {"paper", "fast"} or None
+        The hyper-parameters (:data:`PRESETS`); ``None``: ``paper`` on the symbolic Blicket ids, ``fast`` elsewhere.
     obs : {"history"}
-        The observation the learner sees (the panel alone is not enough for a feed-forward agent, and the
-        recurrent agents read the same history so every row differs only in its algorithm). On a pixel id the
-        history is the stacked frames of the panels shown so far (:mod:`causalplay.rl.pixels`).
-    belief_input : bool
-        Append the exact posterior marginals (:class:`causalplay.rl.features.FeatureMap`).
-    belief_tracker : bool
-        Append the exact posterior that also excludes the guesses the env rejected, and its MAP blicket set
-        (``FeatureMap(tracker=True)``; symbolic Blicket ids only).
-    eval_every : int
-        Env steps between evaluations / checkpoints.
-    eval_episodes : int
-        Held-out episodes per evaluation.
+        The observation the learner sees (the panel alone is not enough for a feed-forward agent).
+    belief_input, belief_tracker : bool
+        Append the exact posterior (and exclude the rejected guesses; symbolic Blicket ids only).
+    eval_every, eval_episodes : int or None
+        Env steps between evaluations / checkpoints, held-out episodes each (``None``: the preset's, :data:`EVAL`).
     name : str or None
-        The agent's row name in the benchmark (default ``{algo}-{ff|re}[-belief]``, e.g. ``ppo-ff``).
+        The row name in the benchmark (default ``{algo}-{ff|re}[-belief]``, e.g. ``ppo-ff``).
     hyper : dict
-        Overrides of :data:`DEFAULT_HYPER`.
+        Overrides of the preset.
+    device : str
+        Torch device for training (``cpu``, ``cuda``, ``cuda:1``); not part of the run's identity (a run may be
+        resumed on another device), and checkpoints load on any device.
     """
 
     agent: str
     out: str
     env: str = "causalplay/IVRE-v0"
-    steps: int = 1_000_000
+    steps: int = 10_000_000
     seed: int = 0
     envs: int | None = None
+    recurrent: bool = False
+    preset: str | None = None
     obs: str = "history"
     belief_input: bool = False
     belief_tracker: bool = False
-    eval_every: int = 50_000
-    eval_episodes: int = 1000
+    eval_every: int | None = None
+    eval_episodes: int | None = None
     name: str | None = None
     hyper: dict = field(default_factory=dict)
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.agent not in ALGOS:
-            raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
         from causalplay.envs import ENV_IDS, SEQUENCE_IDS
         from causalplay.envs.pixels import PIXEL_IDS
 
-        ok = [e for e in ENV_IDS if "Nexiom" not in e] + list(PIXEL_IDS) + list(SEQUENCE_IDS)
+        if self.agent not in ALGOS:
+            raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
+        symbolic = [e for e in ENV_IDS if "Nexiom" not in e]
+        ok = symbolic + list(PIXEL_IDS) + list(SEQUENCE_IDS)
         if self.env not in ok:
             raise ValueError(f"unknown or unsupported environment id {self.env!r}; expected a Blicket, pixel or "
                              f"sequence id from {ok}")
-        if self.pixels and (self.agent not in PIXEL_HYPER or self.belief_input):
+        if self.preset is None:
+            self.preset = "paper" if self.env in symbolic else "fast"
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; expected one of {list(PRESETS)}")
+        if self.pixels and (self.agent not in PIXEL_HYPER or self.belief_input or self.recurrent):
             raise ValueError(f"on a pixel id ({self.env}) the agent must be one of {list(PIXEL_HYPER)} without "
-                             f"--belief-input, got {self.agent!r}{' with --belief-input' if self.belief_input else ''}")
-        if self.belief_tracker and (self.pixels or self.env in SEQUENCE_IDS):
+                             f"--belief-input or --recurrent, got {self.agent!r}"
+                             f"{' with --belief-input' if self.belief_input else ''}"
+                             f"{' with --recurrent' if self.recurrent else ''}")
+        if self.recurrent and self.agent == "recurrent-ppo":
+            raise ValueError("--recurrent is for ppo, td3 and ddpg (recurrent-ppo keeps its own LSTM state)")
+        if self.belief_tracker and self.env not in symbolic:
             raise ValueError(f"--belief-tracker needs a symbolic Blicket id (it reads the history observation's "
                              f"beliefs), got {self.env!r}")
         if self.obs != "history":
             raise ValueError(f"obs must be 'history' (the panel alone hides the past from a feed-forward policy), "
                              f"got {self.obs!r}")
+        every, episodes = EVAL[self.preset]
+        self.eval_every = every if self.eval_every is None else self.eval_every
+        self.eval_episodes = episodes if self.eval_episodes is None else self.eval_episodes
         for key in ("steps", "eval_every", "eval_episodes"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{key} must be a positive integer, got {v!r}")
         if self.envs is not None and (isinstance(self.envs, bool) or not isinstance(self.envs, int) or self.envs < 1):
             raise ValueError(f"envs must be a positive integer, got {self.envs!r}")
-        unknown = set(self.hyper) - set(DEFAULT_HYPER[self.agent])
+        unknown = set(self.hyper) - set(PRESETS[self.preset][self.agent])
         if unknown:
             raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)} for {self.agent}; known: "
-                             f"{sorted(DEFAULT_HYPER[self.agent])}")
+                             f"{sorted(PRESETS[self.preset][self.agent])}")
+        if str(self.device).startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r}: torch sees no CUDA device here; use --device cpu")
         if self.name is None:
             algo = self.agent.removeprefix("recurrent-")
             belief = "-belief-tracked" if self.belief_tracker else "-belief" if self.belief_input else ""
-            self.name = f"{algo}-{'re' if ALGOS[self.agent][1] else 'ff'}{belief}"
-            if self.pixels:
-                self.name = f"{algo}-v"
+            kind = "lstm" if self.agent == "recurrent-ppo" else "re" if self.recurrent else "ff"
+            self.name = f"{algo}-v" if self.pixels else f"{algo}-{kind}{belief}"
         if not self.name or any(c in self.name for c in ":,/ "):
             raise ValueError(f"name must be non-empty without ':', ',', '/' or spaces, got {self.name!r}")
 
     @property
     def hp(self) -> dict:
-        """The hyper-parameters in force (defaults, then ``hyper``, then ``envs``)."""
-        hp = {**DEFAULT_HYPER[self.agent], **(PIXEL_HYPER[self.agent] if self.pixels else {}), **self.hyper}
+        """The hyper-parameters in force (the preset, pixel overrides, then ``hyper``, then ``envs``)."""
+        hp = {**PRESETS[self.preset][self.agent], **(PIXEL_HYPER[self.agent] if self.pixels else {}), **self.hyper}
         if self.envs is not None:
             hp["envs"] = self.envs
         return hp
@@ -180,138 +211,95 @@ class TrainConfig:
         return self.env in PIXEL_IDS
 
     @property
-    def recurrent(self) -> bool:
-        return ALGOS[self.agent][1]
-
-    @property
-    def suffix(self) -> str:
-        return ".pt" if ALGOS[self.agent][0] == "causalplay" else ".zip"
-
-
-# -- models --------------------------------------------------------------------------------------------------
-def _sb3_class(agent: str):
-    if agent == "recurrent-ppo":
-        from sb3_contrib import RecurrentPPO
-
-        return RecurrentPPO
-    from stable_baselines3 import DDPG, PPO, TD3
-
-    return {"ppo": PPO, "td3": TD3, "ddpg": DDPG}[agent]
-
-
-def build_model(cfg: TrainConfig, env):
-    """A fresh model for ``cfg`` on ``env`` (an :class:`~causalplay.rl.envs.RLVecEnv`)."""
-    hp = cfg.hp
-    if cfg.agent in ("recurrent-td3", "recurrent-ddpg"):
-        from .recurrent import RecurrentConfig, RecurrentTD3
-
-        algo = cfg.agent.removeprefix("recurrent-")
-        rc = RecurrentConfig(algo=algo, policy_delay=2 if algo == "td3" else 1,
-                             **{k: v for k, v in hp.items() if k != "envs"})
-        return RecurrentTD3(env, rc, seed=cfg.seed)
-    cls = _sb3_class(cfg.agent)
-    common = {"seed": cfg.seed, "device": "cpu", "verbose": 0, "gamma": hp["gamma"],
-              "learning_rate": hp["learning_rate"], "batch_size": hp["batch_size"]}
-    if cfg.agent in ("ppo", "recurrent-ppo"):
-        pk: dict = {"net_arch": {"pi": list(hp["net_arch"]), "vf": list(hp["net_arch"])},
-                    "log_std_init": hp["log_std_init"]}
-        if cfg.agent == "recurrent-ppo":
-            pk["lstm_hidden_size"] = hp["lstm"]
-        policy = "MultiInputPolicy" if cfg.pixels else "MlpLstmPolicy" if cfg.recurrent else "MlpPolicy"
-        return cls(policy, env, n_steps=hp["n_steps"],
-                   n_epochs=hp["n_epochs"], gae_lambda=hp["gae_lambda"], ent_coef=hp["ent_coef"], policy_kwargs=pk,
-                   **common)
-    from stable_baselines3.common.noise import NormalActionNoise
-
-    n_act = env.action_space.shape[0]
-    noise = NormalActionNoise(np.zeros(n_act), hp["action_noise"] * np.ones(n_act))
-    policy = "MultiInputPolicy" if cfg.pixels else "MlpPolicy"
-    return cls(policy, env, buffer_size=hp["buffer_size"], learning_starts=hp["learning_starts"],
-               tau=hp["tau"], train_freq=1, gradient_steps=hp["gradient_steps"], action_noise=noise,
-               policy_kwargs={"net_arch": list(hp["net_arch"])}, **common)
-
-
-def _load_model(cfg: TrainConfig, path: Path, env=None):
-    if cfg.suffix == ".pt":
-        from .recurrent import RecurrentTD3
-
-        return RecurrentTD3.load(path, env=env)
-    return _sb3_class(cfg.agent).load(path, env=env, device="cpu")
-
-
-# -- acting ------------------------------------------------------------------------------------------------
-class Policy:
-    """A trained model acting deterministically on learner features; actions in ``[-1, 1]``.
-
-    Recurrent models keep their LSTM state across :meth:`act` calls from :meth:`reset` on.
-    """
-
-    def __init__(self, model, config: TrainConfig):
-        self.model, self.config = model, config
-
-    def reset(self, batch_size: int) -> None:
-        self.state = None
-        self.start = np.ones(batch_size, dtype=bool)
-
-    def act(self, features: np.ndarray) -> np.ndarray:
-        if self.config.recurrent:
-            a, self.state = self.model.predict(features, state=self.state, episode_start=self.start,
-                                               deterministic=True)
-            self.start = np.zeros_like(self.start)
-        else:
-            a, _ = self.model.predict(features, deterministic=True)
-        return np.asarray(a, dtype=np.float32)
+    def info(self) -> RunInfo:
+        return RunInfo(**{k: getattr(self, k) for k in RunInfo.__dataclass_fields__})
 
 
 def read_config(path: str | Path) -> TrainConfig:
     """The :class:`TrainConfig` of a training folder."""
-    p = Path(path)
-    if not p.is_dir():
-        raise FileNotFoundError(f"RL checkpoint folder {str(path)!r} does not exist")
-    f = p / "config.json"
-    if not f.is_file():
-        raise FileNotFoundError(f"{str(path)!r} holds no config.json: not a `causalplay train` output folder")
-    d = json.loads(f.read_text())
+    read_run(path)  # a clear error when it is not one
+    d = json.loads((Path(path) / "config.json").read_text())
     return TrainConfig(**{k: d[k] for k in TrainConfig.__dataclass_fields__ if k in d})
 
 
-def load_policy(path: str | Path, which: str = "best") -> Policy:
-    """The policy saved in a ``causalplay train`` folder (``which``: ``"best"`` or ``"last"``)."""
-    if which not in ("best", "last"):
-        raise ValueError(f"which must be 'best' or 'last', got {which!r}")
-    cfg = read_config(path)
-    ckpt = Path(path) / f"{which}{cfg.suffix}"
-    if not ckpt.is_file():
-        raise FileNotFoundError(f"{str(path)!r} has no {ckpt.name} checkpoint yet (training writes it at the first "
-                                "evaluation)")
-    return Policy(_load_model(cfg, ckpt), cfg)
+# -- models --------------------------------------------------------------------------------------------------
+def build_model(cfg: TrainConfig, env):
+    """A fresh SB3 model for ``cfg`` on ``env`` (an :class:`~causalplay.rl.envs.RLVecEnv`, maybe wrapped)."""
+    from causalplay.agents.rl_features import HistoryLSTM
+
+    hp = cfg.hp
+    common = {"seed": cfg.seed, "device": cfg.device, "verbose": 0, "gamma": hp["gamma"],
+              "learning_rate": hp["learning_rate"], "batch_size": hp["batch_size"]}
+    # fused Adam: the same update in one kernel (7x faster than the per-tensor loop on this CPU)
+    arch, pk = list(hp["net_arch"]), {"optimizer_kwargs": {"fused": True, "eps": hp.get("adam_eps", 1e-8)}}
+    if cfg.recurrent:  # the paper's ProcessLSTM: LSTM of the first width, then the MLP; actor and critic each one
+        pk |= {"features_extractor_class": HistoryLSTM, "share_features_extractor": False,
+              "features_extractor_kwargs": {"n_objects": env.n_objects, "horizon": env.horizon, "hidden": arch[0]}}
+        arch = arch[1:]
+    if cfg.agent in ("ppo", "recurrent-ppo"):
+        pk |= {"net_arch": {"pi": arch, "vf": arch}, "log_std_init": hp["log_std_init"], "ortho_init": hp["ortho_init"],
+               "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[hp["activation"]]}
+        if cfg.agent == "recurrent-ppo":
+            pk["lstm_hidden_size"] = hp["lstm"]
+        policy = "MultiInputPolicy" if cfg.pixels else "MlpLstmPolicy" if cfg.agent == "recurrent-ppo" else "MlpPolicy"
+        return sb3_class(cfg.agent)(
+            policy, env, n_steps=hp["n_steps"], n_epochs=hp["n_epochs"], gae_lambda=hp["gae_lambda"],
+            ent_coef=hp["ent_coef"], vf_coef=hp["vf_coef"], clip_range=hp["clip_range"],
+            max_grad_norm=hp["max_grad_norm"], normalize_advantage=hp["normalize_advantage"], policy_kwargs=pk,
+            **common)
+    td3 = {"policy_delay": hp["policy_delay"], "target_policy_noise": hp["policy_noise"],
+           "target_noise_clip": hp["noise_clip"]} if cfg.agent == "td3" else {}
+    return sb3_class(cfg.agent)(
+        "MultiInputPolicy" if cfg.pixels else "MlpPolicy", env, buffer_size=hp["buffer_size"],
+        learning_starts=hp["learning_starts"], tau=hp["tau"], train_freq=hp["train_freq"],
+        gradient_steps=hp["gradient_steps"], n_steps=hp["n_step"], policy_kwargs={"net_arch": arch, **pk},
+        action_noise=BatchNoise(hp["action_noise"], env.num_envs, env.action_space.shape[0]), **td3, **common)
 
 
+class BatchNoise(VectorizedActionNoise):
+    """Gaussian exploration noise for every row in one draw: SB3's vectorised noise draws row by row (a Python loop
+    per env step); one ``(n_envs, n_act)`` draw from the same generator gives the same numbers."""
+
+    def __init__(self, sigma: float, n_envs: int, n_act: int):
+        self.sigma, self.shape = float(sigma), (int(n_envs), int(n_act))
+
+    def __call__(self) -> np.ndarray:
+        return np.random.normal(0.0, self.sigma, self.shape)  # noqa: NPY002 -- SB3 seeds this generator
+
+    def reset(self, indices=None) -> None:
+        pass
+
+
+# -- evaluation ----------------------------------------------------------------------------------------------
 def evaluate(policy: Policy, env_id: str, n_episodes: int, seed=(EVAL_SEED, 0)) -> dict[str, float]:
-    """Episode / context Acc and R of ``policy`` on ``n_episodes`` of ``env_id`` drawn from ``seed`` -- the
-    benchmark's own episode loop (:func:`causalplay.bench.runner.run_episodes` with the ``rl`` agent).
+    """Episode / context Acc and R of ``policy`` on ``n_episodes`` of ``env_id`` drawn from ``seed``, played by the
+    benchmark agent through the one play loop (:func:`causalplay.bench.play.play`): the same episodes and numbers
+    as ``causalplay bench`` on shard ``seed``.
 
-    On a sequence id, ``n_episodes`` sequences (:func:`causalplay.bench.sequences.run_sequences`, sequence ``i``
-    seeded ``[seed[0], i]``) and the means are per *machine* (Acc = machines solved, R = a machine's return),
-    so the numbers read like the single-machine ones.
+    On a sequence id, ``n_episodes`` sequences (sequence ``i`` seeded ``[seed[0], i]``, as
+    :func:`causalplay.bench.sequences.run_sequences`) and the means are per *machine* (Acc = machines solved,
+    R = a machine's return), so the numbers read like the single-machine ones.
     """
-    from causalplay.envs import SEQUENCE_IDS
+    from causalplay.agents.rl import RLAgent
+    from causalplay.bench.play import play
+    from causalplay.envs import SEQUENCE_IDS, make_batch
 
+    agent = RLAgent(policy=policy)
     if env_id in SEQUENCE_IDS:
-        from causalplay.agents.rl import RLAgent
-        from causalplay.bench.sequences import run_sequences
+        from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 
-        df = run_sequences(RLAgent(policy=policy), n_episodes, int(seed[0]))
-        return {"episode_acc": float(df.solved.mean()), "episode_reward": float(df.episode_reward.mean()),
-                "context_acc": float("nan"), "context_reward": float(df.context_reward.mean())}
-    from causalplay.bench.runner import run_episodes
+        rngs = [np.random.default_rng([int(seed[0]), i]) for i in range(n_episodes)]
+        task = OverhypothesisBatch(OVERHYPOTHESIS, n_episodes, rngs, obs_mode="history")
+    else:
+        task = make_batch(env_id, n_episodes, seed=[int(s) for s in seed],
+                          **({"obs_mode": agent.obs_mode} if agent.obs_mode else {}))
+    rec = play(task, agent)
+    out = {"episode_acc": "episode_solved", "episode_reward": "episode_reward", "context_acc": "context_solved",
+           "context_reward": "context_reward"}
+    return {k: float(np.mean(rec[v])) if v in rec else float("nan") for k, v in out.items()}
 
-    df = run_episodes(env_id, "rl", n_episodes, int(seed[0]), int(seed[1]), agent_kwargs={"policy": policy})
-    return {"episode_acc": float(df.episode_solved.mean()), "episode_reward": float(df.episode_reward.mean()),
-            "context_acc": float(df.context_solved.mean()), "context_reward": float(df.context_reward.mean())}
 
-
-# -- the loop ----------------------------------------------------------------------------------------------
+# -- training: SB3's learn with one callback -----------------------------------------------------------------
 def _check_resume(cfg: TrainConfig, out: Path) -> dict | None:
     """The saved state of an earlier run of the same config in ``out``, ``None`` for a fresh run."""
     f = out / "config.json"
@@ -321,8 +309,8 @@ def _check_resume(cfg: TrainConfig, out: Path) -> dict | None:
                                   "--out")
         return None
     old = json.loads(f.read_text())
-    mine = {**asdict(cfg), "hp": cfg.hp}  # hp: the defaults in force then, so a changed default cannot slip in
-    diff = [k for k in mine if k not in ("steps",) and json.loads(json.dumps(mine[k])) != old.get(k)]
+    mine = {**asdict(cfg), "hp": cfg.hp}  # hp: the preset in force then, so a changed preset cannot slip in
+    diff = [k for k in mine if k not in ("steps", "device") and json.loads(json.dumps(mine[k])) != old.get(k)]
     if diff:
         what = ", ".join(f"{k}: {old.get(k)!r} vs {mine[k]!r}" for k in diff)
         raise ValueError(f"{str(out)!r} holds a run with a different config ({what}); pick another --out or the "
@@ -331,119 +319,133 @@ def _check_resume(cfg: TrainConfig, out: Path) -> dict | None:
     return json.loads(state.read_text()) if state.exists() else None
 
 
-def _save_last(model, cfg: TrainConfig, out: Path, state: dict) -> None:
-    # write to temporaries, then rename: a kill mid-save leaves the previous checkpoint intact
-    tmp = out / f"last.tmp{cfg.suffix}"
-    model.save(tmp)
-    if cfg.agent in ("td3", "ddpg", "recurrent-td3", "recurrent-ddpg"):
-        ext = ".npz" if cfg.suffix == ".pt" else ".pkl"
-        model.save_replay_buffer(out / f"last_buffer.tmp{ext}")
-        (out / f"last_buffer.tmp{ext}").replace(out / f"last_buffer{ext}")
-    tmp.replace(out / f"last{cfg.suffix}")
-    (out / "state.tmp.json").write_text(json.dumps(state))
-    (out / "state.tmp.json").replace(out / "state.json")
+def _csv_logger(out: Path, resume: bool):
+    """SB3's logger writing ``progress.csv``; a resumed run keeps the rows already there."""
+    from stable_baselines3.common.logger import CSVOutputFormat, Logger
+
+    path = out / "progress.csv"
+    old = path.read_text() if resume and path.exists() else ",".join(PROGRESS_COLUMNS) + "\n"
+    fmt = CSVOutputFormat(str(path))  # opens the file for writing: put the header (and old rows) back; SB3's
+    fmt.file.write(old)  # train/* keys are appended as they appear
+    fmt.file.flush()
+    fmt.keys = old.splitlines()[0].split(",")
+    return Logger(str(out), [fmt])
 
 
-class _Progress:
-    """tqdm bar over env steps with the recent training episodes' Acc / R."""
+def _make_callback(cfg: TrainConfig, out: Path, state: dict, verbose: bool):
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    def __init__(self, env, total: int, initial: int, enabled: bool):
-        from tqdm.auto import tqdm
+    class Checkpoints(BaseCallback):
+        """Every ``eval_every`` env steps (at the first rollout that starts past it) and at the end: evaluate on
+        held-out episodes, log a row of ``progress.csv`` through SB3's logger, keep ``best.zip`` (best eval
+        episode R), write ``last.zip``, the replay buffer / reward-normalisation statistics and ``state.json``
+        (written to temporaries, then renamed: a kill mid-save leaves the previous checkpoint intact)."""
 
-        self.env, self.last, self.t = env, initial, 0.0
-        self.bar = tqdm(total=total, initial=initial, unit="step", desc="train", disable=not enabled,
-                        dynamic_ncols=True)
+        def _on_training_start(self) -> None:
+            self.state, self.t0 = dict(state), time.perf_counter()
+            self.mark, self.episodes = (self.num_timesteps, self.t0), []  # (solved, R) since the last evaluation
+            self.next = (self.num_timesteps // cfg.eval_every + 1) * cfg.eval_every
 
-    def __call__(self, num_timesteps: int) -> None:
-        self.bar.update(num_timesteps - self.last)
-        self.last = num_timesteps
-        now = time.perf_counter()
-        if now - self.t > 1.0:
-            acc, r = self.env.recent()
-            self.bar.set_postfix_str(f"ep Acc {100 * acc:.1f}% R {r:.2f}")
-            self.t = now
+        def _on_step(self) -> bool:
+            for i in np.flatnonzero(self.locals["dones"]):
+                ep = self.locals["infos"][i]["episode"]
+                self.episodes.append((ep["solved"], ep["r"]))
+            return True
 
-    def sb3(self):
-        from stable_baselines3.common.callbacks import BaseCallback
+        def _on_rollout_start(self) -> None:  # the previous rollout's updates are done
+            if self.num_timesteps >= self.next:
+                self._checkpoint()
+                self.next = (self.num_timesteps // cfg.eval_every + 1) * cfg.eval_every
 
-        outer = self
+        def _on_training_end(self) -> None:
+            if self.num_timesteps > self.state["num_timesteps"]:
+                self._checkpoint()
 
-        class _CB(BaseCallback):
-            def _on_step(self) -> bool:
-                outer(self.model.num_timesteps)
-                return True
+        def _checkpoint(self) -> None:
+            m, lg = self.model, self.logger
+            rate = (m.num_timesteps - self.mark[0]) / max(time.perf_counter() - self.mark[1], 1e-9)
+            ev = evaluate(Policy(m, cfg.info), cfg.env, cfg.eval_episodes)
+            eps = np.array(self.episodes, dtype=float).reshape(-1, 2)
+            self.state["train_episodes"] += len(eps)
+            best = ev["episode_reward"] > self.state["best_eval_reward"]
+            if best:
+                self.state["best_eval_reward"] = ev["episode_reward"]
+                self._save(lambda p: m.save(p), "best.zip")
+            self.state["wall_s"] += time.perf_counter() - self.t0
+            self.t0 = time.perf_counter()
+            self.state["num_timesteps"] = int(m.num_timesteps)
+            row = {"steps": int(m.num_timesteps), "wall_s": round(self.state["wall_s"], 2), "steps_per_s": round(rate),
+                   "train_episodes": self.state["train_episodes"],
+                   "train_acc": eps[:, 0].mean() if len(eps) else float("nan"),
+                   "train_reward": eps[:, 1].mean() if len(eps) else float("nan"),
+                   "eval_acc": ev["episode_acc"], "eval_reward": ev["episode_reward"], "best": int(best)}
+            for k, v in row.items():
+                lg.record(k, v)
+            lg.dump(m.num_timesteps)
+            self._save(lambda p: m.save(p), "last.zip")
+            if hasattr(m, "replay_buffer"):
+                self._save(lambda p: m.save_replay_buffer(p), "last_buffer.pkl")
+            if m.get_vec_normalize_env() is not None:
+                self._save(lambda p: m.get_vec_normalize_env().save(p), "last_vecnormalize.pkl")
+            self._save(lambda p: Path(p).write_text(json.dumps(self.state)), "state.json")
+            plot_curves({cfg.name: out}, out / "learning_curve.png")
+            if verbose:
+                print(f"{cfg.name} {m.num_timesteps:>10,} steps  {rate:7.0f} steps/s  eval Acc "
+                      f"{100 * ev['episode_acc']:5.1f}% R {ev['episode_reward']:6.2f}{'  best' if best else ''}",
+                      flush=True)
+            self.mark, self.episodes = (m.num_timesteps, time.perf_counter()), []
 
-        return _CB()
+        def _save(self, write, name: str) -> None:
+            tmp = out / f"tmp.{name}"
+            write(tmp)
+            tmp.replace(out / name)
+
+    return Checkpoints()
 
 
 def train(cfg: TrainConfig, progress: bool = True) -> Path:
     """Train (or resume) the run described by ``cfg``; returns its output folder. See the module docstring."""
-    from .envs import make_train_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .envs import PixelRLVecEnv, make_train_env
 
     out = Path(cfg.out)
     saved = _check_resume(cfg, out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({**asdict(cfg), "hp": cfg.hp}, indent=1))
     hp = cfg.hp
-    start = int(saved["num_timesteps"]) if saved else 0
+    state = saved or {"num_timesteps": 0, "best_eval_reward": -math.inf, "wall_s": 0.0, "train_episodes": 0}
     # resumed rows are reseeded at the resume step, so they do not replay the episodes already trained on
-    row_seed = TRAIN_SEED_BASE + 10_000 * cfg.seed + start
+    row_seed = TRAIN_SEED_BASE + 10_000 * cfg.seed + state["num_timesteps"]
     if cfg.pixels:
         from causalplay.envs import make_batch
-
-        from .pixels import PixelRLVecEnv
 
         # one generator for all rows (a pixel batch has no per-row seeding), still far from every bench seed
         env = PixelRLVecEnv(make_batch(cfg.env, hp["envs"], seed=[row_seed, 1]))
     else:
         env = make_train_env(cfg.env, hp["envs"], row_seed, belief=cfg.belief_input, tracker=cfg.belief_tracker)
+    if hp.get("normalize_reward"):  # PPO's reward normalisation (the paper's Tianshou rew_norm; see docs/rl.md)
+        norm = out / "last_vecnormalize.pkl"
+        env = VecNormalize.load(str(norm), env) if saved and norm.exists() else \
+            VecNormalize(env, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
     if saved:
-        model = _load_model(cfg, out / f"last{cfg.suffix}", env=env)
-        buf = next(iter(sorted(out.glob("last_buffer.*"))), None)
-        if buf is not None and buf.name in ("last_buffer.pkl", "last_buffer.npz"):
-            model.load_replay_buffer(buf)
-        best, wall0 = float(saved["best_eval_reward"]), float(saved["wall_s"])
-        episodes0 = int(saved.get("train_episodes", 0))
+        model = load_model(cfg.agent, out / "last.zip", env=env, device=cfg.device)
+        if (out / "last_buffer.pkl").exists() and hasattr(model, "replay_buffer"):
+            model.load_replay_buffer(out / "last_buffer.pkl")
     else:
         model = build_model(cfg, env)
-        best, wall0, episodes0 = -math.inf, 0.0, 0
-        with open(out / "progress.csv", "w", newline="") as f:
-            csv.writer(f).writerow(PROGRESS_COLUMNS)
-    policy = Policy(model, cfg)
-    bar = _Progress(env, cfg.steps, model.num_timesteps, progress)
-    t0 = time.perf_counter()
+    model.set_logger(_csv_logger(out, resume=saved is not None))
     try:
-        while model.num_timesteps < cfg.steps:
-            s0, w0 = model.num_timesteps, time.perf_counter()
-            chunk = min(cfg.eval_every - model.num_timesteps % cfg.eval_every, cfg.steps - model.num_timesteps)
-            if cfg.suffix == ".pt":
-                model.learn(chunk, callback=bar)
-            else:
-                model.learn(chunk, callback=bar.sb3(), reset_num_timesteps=False)
-            rate = (model.num_timesteps - s0) / max(time.perf_counter() - w0, 1e-9)
-            ev = evaluate(policy, cfg.env, cfg.eval_episodes)
-            acc, r = env.recent()
-            is_best = ev["episode_reward"] > best
-            if is_best:
-                best = ev["episode_reward"]
-                tmp = out / f"best.tmp{cfg.suffix}"
-                model.save(tmp)
-                tmp.replace(out / f"best{cfg.suffix}")
-            wall = wall0 + time.perf_counter() - t0
-            with open(out / "progress.csv", "a", newline="") as f:
-                csv.writer(f).writerow([model.num_timesteps, round(wall, 2), round(rate, 1), episodes0 + env.episodes,
-                                        acc, r, ev["episode_acc"], ev["episode_reward"], int(is_best)])
-            _save_last(model, cfg, out, {"num_timesteps": int(model.num_timesteps), "best_eval_reward": best,
-                                         "wall_s": wall, "train_episodes": episodes0 + env.episodes})
-            plot_curves({cfg.name: out}, out / "learning_curve.png")
+        if model.num_timesteps < cfg.steps:
+            model.learn(cfg.steps - model.num_timesteps, callback=_make_callback(cfg, out, state, progress),
+                        log_interval=None, reset_num_timesteps=False, progress_bar=progress)
     finally:
-        bar.bar.close()
         env.close()
     return out
 
 
 def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
-    """Learning curves (eval episode Acc and R against env steps) of training folders in one figure."""
+    """Held-out eval episode Acc and R against env steps (log scale) of training folders, in one figure."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -453,17 +455,13 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for label, d in runs.items():
         f = Path(d) / "progress.csv"
-        if not f.exists():
-            continue
-        df = pd.read_csv(f)
-        if df.empty:
-            continue
-        axes[0].plot(df.steps, 100 * df.eval_acc, marker=".", label=label)
-        axes[1].plot(df.steps, df.eval_reward, marker=".", label=label)
+        df = pd.read_csv(f) if f.exists() else None
+        if df is not None and len(df):
+            axes[0].plot(df.steps, 100 * df.eval_acc, marker=".", label=label)
+            axes[1].plot(df.steps, df.eval_reward, marker=".", label=label)
     for ax, what in zip(axes, ("eval episode Acc %", "eval episode R"), strict=True):
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(what)
-        ax.grid(alpha=0.3)
+        ax.set(xlabel="env steps", ylabel=what, xscale="log")
+        ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
