@@ -2,17 +2,17 @@
 with the optimal action, on train and test structures, nonlinear and linear -- plus the figures.
 
 Single file, CleanRL style: every setting is a field of :class:`Config`; the run writes ``config.json``,
-``episodes.csv`` (grows as each cell finishes), ``results.json``, ``table.md`` and ``*.png`` under
-``runs/<name>/``. The behaviour-cloned passive learner is trained first (on train-split expert episodes of the
-nonlinear task) unless ``bc_episodes`` is 0.
+``shards/`` and ``episodes.csv`` (the benchmark runner's: resumable, any executor), ``results.json``, ``table.md``
+and ``*.png`` under ``runs/<name>/``. The behaviour-cloned passive learner is trained first (on train-split expert
+episodes of the nonlinear task) unless ``bc_episodes`` is 0.
 
     python analyses/causal_dag_table.py                     # the docs table (10^3 episodes per cell)
     python analyses/causal_dag_table.py --smoke             # seconds; what the test runs
+    python analyses/causal_dag_table.py --help              # every Config field is an option
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import tyro
 
 
 @dataclass
@@ -38,7 +39,10 @@ class Config:
     bc_episodes: int = 20000
     bc_epochs: int = 15
     runs_dir: str = "runs"
-    episodes_per_agent: dict = field(default_factory=dict)
+    episodes_per_agent: dict[str, int] = field(default_factory=dict)
+    executor: str = "serial"  # serial, process, ray or dask (causalplay.bench.executors)
+    workers: int | None = None
+    address: str | None = None
 
 
 SMOKE = dict(name="causal_dag_smoke", episodes=8, agents=("expert", "random", "value", "change", "total-corr",
@@ -47,8 +51,8 @@ SMOKE = dict(name="causal_dag_smoke", episodes=8, agents=("expert", "random", "v
 
 
 def run(cfg: Config) -> list[dict]:
-    from causalplay.dag.bench import run_dag_bench
-    from causalplay.dag.passive import train_bc
+    from causalplay.bench.runner import family_of, run_benchmark
+    from causalplay.rl.bc import train_bc
 
     out = Path(cfg.runs_dir) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
@@ -62,22 +66,18 @@ def run(cfg: Config) -> list[dict]:
         agents[agents.index("bc")] = f"bc:path='{out / 'bc' / 'policy.pt'}'"
     caps = {"notears": cfg.notears_episodes, "bayes": cfg.bayes_episodes,
             "bayes:target='action'": cfg.bayes_action_episodes, **cfg.episodes_per_agent}
-    log_file = (out / "log.txt").open("w")
-
-    def log(s: str) -> None:
-        print(s, flush=True)
-        log_file.write(s + "\n")
-        log_file.flush()
-
-    rows = run_dag_bench([cfg.env_id], agents, cfg.episodes, list(cfg.seeds), out, splits=cfg.splits,
-                         linear=cfg.linear, episodes_per_agent=caps, log=log)
+    keep = [v for v in family_of(cfg.env_id).variants(cfg.env_id)
+            if dict(v)["split"] in cfg.splits and dict(v)["linear"] in cfg.linear]
+    df = run_benchmark([cfg.env_id], agents, cfg.episodes, cfg.seeds, out, executor=cfg.executor,
+                       workers=cfg.workers, address=cfg.address, episodes_per_agent=caps, variants=keep)
+    rows = family_of(cfg.env_id).summarise(df)
     for r in rows:
         if r["agent"].startswith("bc:"):
             r["agent"] = "bc"
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     (out / "table.md").write_text(markdown_table(rows))
     figures(rows, out)
-    log(f"wall time {time.perf_counter() - t0:.1f} s")
+    print(f"wall time {time.perf_counter() - t0:.1f} s")
     return rows
 
 
@@ -133,23 +133,17 @@ def figures(rows: list[dict], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--smoke", action="store_true", help="tiny settings (seconds)")
-    p.add_argument("--name")
-    p.add_argument("--episodes", type=int)
-    p.add_argument("--agents", help="comma-separated agent specs")
-    p.add_argument("--runs-dir")
-    a = p.parse_args(argv)
+    """``--smoke`` starts from the smoke settings; every other option is a :class:`Config` field."""
+    import sys
+
     import torch
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    smoke = "--smoke" in argv
+    cfg = tyro.cli(Config, args=[a for a in argv if a != "--smoke"], default=Config(**SMOKE) if smoke else Config(),
+                   description=__doc__.splitlines()[0])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: threads only add contention
-    cfg = Config(**(SMOKE if a.smoke else {}))
-    for k in ("name", "episodes", "runs_dir"):
-        if getattr(a, k) is not None:
-            setattr(cfg, k, getattr(a, k))
-    if a.agents:
-        cfg.agents = tuple(s.strip() for s in a.agents.split(",") if s.strip())
     try:
         run(cfg)
     finally:

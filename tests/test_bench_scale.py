@@ -431,11 +431,11 @@ def test_ctrl_c_stops_a_process_pool_run_and_leaves_valid_shards(tmp_path):
 # --- CLI ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, option", [
-    (["--episodes", "0"], "--episodes"), (["--episodes", "-5"], "--episodes"), (["--shard-size", "0"], "--shard-size"),
+    (["--episodes", "0"], "--episodes"), (["--episodes", "-5"], "--episodes"), (["--shard-size", "-1"], "--shard-size"),
     (["--seeds", "0"], "--seeds"), (["--agents", ""], "--agents"), (["--agents", " , "], "--agents"),
     (["--executor", "threads"], "--executor"), (["--agents", "planner:dept=2"], "--agents"),
     (["--agents", "planner:depth=-1"], "--agents"), (["--agents", "oracle"], "--agents"),
-    (["--env", "causalplay/Nexiom-v0"], "--env"), (["--env", ""], "--env"), (["--workers", "-1"], "--workers"),
+    (["--env", "causalplay/Nope-v0"], "--env"), (["--env", ""], "--env"), (["--workers", "-1"], "--workers"),
     (["--executor", "serial", "--address", "127.0.0.1:6379"], "--address"), (["--compare", "eig"], "--compare"),
     (["--notears-episodes", "0"], "--notears-episodes"),
 ])

@@ -460,13 +460,14 @@ def test_expected_goal_linear_matches_closed_form_for_known_structure():
 
 # -- agents and benchmark --------------------------------------------------------------------------------------
 def test_regression_agents_match_numpy():
-    from causalplay.dag.agents import DAGTaskInfo, PartialCorrAgent, TotalCorrAgent
+    from causalplay.agents.base import TaskInfo
+    from causalplay.agents.dag import PartialCorrAgent, TotalCorrAgent
 
     def play(cls):
         b = make_batch("causalplay/CausalDAG-v0", 3, seed=0, linear=True)
         obs = b.reset()
         ag = cls(0)
-        ag.reset(DAGTaskInfo.from_env(b), obs)
+        ag.reset(TaskInfo.from_env(b), obs)
         for _ in range(6):
             a = ag.act(obs, ~b.done)
             obs, *_ = b.step(a)
@@ -489,13 +490,14 @@ def test_regression_agents_match_numpy():
 
 @pytest.mark.slow
 def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
-    from causalplay.dag.bench import run_dag_episodes
+    from causalplay.bench import run_episodes
 
-    ex = run_dag_episodes("causalplay/CausalDAG-v0", "expert", 40, seed=0, split="test")
+    def run(agent):
+        return run_episodes("causalplay/CausalDAG-v0", agent, 40, seed=0, env_kwargs={"split": "test"})
+
+    ex = run("expert")
     assert ex.pct_optimal.eq(1).all() and ex.match.all()
-    by = run_dag_episodes("causalplay/CausalDAG-v0", "bayes", 40, seed=0, split="test")
-    ch = run_dag_episodes("causalplay/CausalDAG-v0", "change", 40, seed=0, split="test")
-    rd = run_dag_episodes("causalplay/CausalDAG-v0", "random", 40, seed=0, split="test")
+    by, ch, rd = run("bayes"), run("change"), run("random")
     assert by.pct_optimal.mean() > 0.9 and by.pct_optimal.mean() > ch.pct_optimal.mean() > rd.pct_optimal.mean()
 
 
@@ -518,16 +520,16 @@ def test_bad_input_raises():
         DAGConfig(n_variables=7)
     with pytest.raises(TypeError, match="unknown argument"):
         gym.make("causalplay/CausalDAG-v0", goal=3)
-    from causalplay.dag.agents import make_dag_agent
+    from causalplay.agents import make_agent
 
-    with pytest.raises(ValueError, match="unknown DAG agent"):
-        make_dag_agent("oracle")
+    with pytest.raises(ValueError, match="unknown dag agent 'oracle'"):
+        make_agent("oracle", family="dag")
     with pytest.raises(ValueError, match="shape"):
         Data(torch.zeros(2, 3), torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="target"):
         eig(_toy_data(True), enumerate_structures(3), target="goal")
     with pytest.raises(FileNotFoundError, match="checkpoint"):
-        make_dag_agent("bc:path='/nonexistent/policy.pt'")
+        make_agent("bc:path='/nonexistent/policy.pt'", family="dag")
 
 
 def test_fold_restricts_structures_by_stable_hash():
@@ -564,7 +566,7 @@ def test_bench_cli_runs_the_dag_loop(tmp_path):
     rows = json.loads((tmp_path / "results.json").read_text())
     assert len(rows) == 2 * 2 * 2 and all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
     bad = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "oracle"])
-    assert bad.exit_code != 0 and "unknown DAG agent" in bad.output
+    assert bad.exit_code != 0 and "unknown dag agent" in bad.output
 
 
 def test_docs_example_runs():

@@ -43,13 +43,17 @@ class TaskInfo:
     rewards: RewardSpec | None = None
     #: Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
     n_blickets: tuple[int, ...] = ()
+    #: The task's constants as its family states them (e.g. the causal-DAG world's ``DAGConfig``: exploration
+    #: steps, linearity, intervention value); the family's generative settings, never an episode's truth.
+    config: object = None
 
     @classmethod
     def from_env(cls, env) -> TaskInfo:
         """From a :class:`causalplay.envs.task.Task`."""
-        counts = getattr(getattr(env, "config", None), "n_blickets", ()) or ()
+        config = getattr(env, "config", None)
+        counts = getattr(config, "n_blickets", ()) or ()
         return cls(env.n_objects, env.horizon, env.n_context, tuple(env.rules), getattr(env, "layout", None),
-                   getattr(env, "rewards", None), n_blickets=tuple(int(c) for c in counts))
+                   getattr(env, "rewards", None), n_blickets=tuple(int(c) for c in counts), config=config)
 
     @property
     def obs_layout(self) -> ObsLayout:
@@ -70,6 +74,11 @@ class Agent:
     name = "agent"
 
     def __init__(self, seed: int = 0):
+        self.reseed(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Seed the agent's generator (the benchmark builds an agent once per worker and reseeds it per shard;
+        everything else an episode needs is set up by :meth:`reset`)."""
         self.seed = seed
         self.gen = torch.Generator().manual_seed(int(seed))
 

@@ -7,9 +7,9 @@ import torch
 from causalplay.core.eig import eig_bits
 from causalplay.core.history import all_trials
 
-from .base import MemoryAgent, TaskInfo, map_side_belief, task_beliefs
+from .base import Agent, MemoryAgent, TaskInfo, map_side_belief, task_beliefs
 
-__all__ = ["EIGAgent", "PlannerAgent"]
+__all__ = ["EIGAgent", "PlannerAgent", "NexiomEIGAgent"]
 
 
 class EIGAgent(MemoryAgent):
@@ -267,3 +267,40 @@ class PlannerAgent(EIGAgent):
             v = self.plan_values(log_w, code[active], k, rank=score)
             score = v + 1e-4 * score  # ties in V_k: the depth-1 order
         return self.cand[score.argmax(-1)]
+
+
+class NexiomEIGAgent(Agent):
+    """The exact EIG learner on the Nexiom task (family ``"nexiom"``): tests the trial of maximal EIG about
+    (blicket set, rule) -- the people judged both -- and answers with the MAP set and the rule's posterior once no
+    trial carries more than ``min_eig`` bits (nothing left to learn) or the budget is used up.
+
+    Knows the announced count (the observation's ``count``) and both candidate rules (uniform prior).
+    """
+
+    name = "eig"
+
+    def __init__(self, seed: int = 0, min_eig: float = 1e-9):
+        super().__init__(seed)
+        self.min_eig = float(min_eig)
+
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        super().reset(task, obs)
+        lay = task.obs_layout
+        self.post = task_beliefs(task, self.B, dtype=torch.float64)
+        self.post.condition_count_(lay.get(obs, "count")[:, 0].round().long())
+        self.post.normalise_()  # the count mask only masks
+        self.cand = torch.as_tensor(all_trials(task.n_objects)).double()
+        self.ran = torch.zeros(self.B, dtype=torch.bool)
+
+    def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        lay, budget = self.task.obs_layout, self.task.horizon - 1
+        self.post.observe_(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, self.ran)
+        eig = eig_bits(self.post.space, self.post.log_w, self.cand, "joint")
+        best = eig.max(-1)
+        stop = (best.values <= self.min_eig) | ((lay.get(obs, "tests")[:, 0]).round().long() >= budget)
+        guess = self.post.code_to_set(self.post.map_code()).double()
+        sp = self.post.space
+        p_conj = self.post.log_w.exp().reshape(-1, sp.n_rules, sp.n_sets).sum(-1)[:, 1]
+        self.ran = active & ~stop
+        return torch.cat([self.cand[best.indices], 0.25 + 0.5 * guess, stop.double()[:, None],
+                          p_conj.clamp(0, 1)[:, None]], 1)

@@ -1,57 +1,65 @@
-"""Agents and people on the same task: the exact EIG learner plays ``causalplay/Nexiom-v0``.
+"""The Nexiom family (``causalplay/Nexiom-v0``, the human task): agents and people on the same task.
 
-People (``causalplay/data/nexiom/participants.csv``) chose when to stop testing and then judged the blickets
-and the rule; :func:`run_nexiom` scores the EIG learner by the same criteria (``blickets_correct``,
-``rule_correct``, tests used), per rule, so :func:`compare_nexiom` can put both side by side.
+People (``causalplay/data/nexiom/participants.csv``) chose when to stop testing and then judged the blickets and
+the rule; agents are scored by the same criteria (``blickets_correct``, ``rule_correct``, tests used), per rule.
+:func:`run_nexiom` plays the exact EIG learner (:class:`causalplay.agents.bayesian.NexiomEIGAgent`) in this process;
+:func:`compare_nexiom` puts it beside the people.
 """
 
 from __future__ import annotations
 
+import time
 from importlib import resources
 
 import pandas as pd
-import torch
 
-from causalplay.agents.base import TaskInfo, task_beliefs
-from causalplay.core.eig import eig_bits
-from causalplay.core.history import all_trials
+from .family import Family, build_agent, ci_columns
+from .play import play
 
-__all__ = ["run_nexiom", "human_nexiom", "compare_nexiom"]
+__all__ = ["NexiomFamily", "run_nexiom", "human_nexiom", "compare_nexiom"]
+
+_SCORES = ("rule", "blickets_correct", "rule_correct", "n_tests")
+
+
+class NexiomFamily(Family):
+    """Free testing then one answer: blickets correct, rule correct and tests used, per rule (95 % CIs over
+    episodes)."""
+
+    name = "nexiom"
+    columns = ("env", "agent", "seed", "episode", *_SCORES, "seconds")
+    display = {"blickets_correct": "blickets correct %", "rule_correct": "rule correct %", "n_tests": "tests"}
+
+    def owns(self, env_id: str) -> bool:
+        return env_id == "causalplay/Nexiom-v0"
+
+    def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
+        from causalplay.envs import make_batch
+
+        t0 = time.perf_counter()
+        rec = play(make_batch(env_id, n, seed=[seed, shard], **(env_kwargs or {})),
+                   build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs))
+        return pd.DataFrame({"env": env_id, "agent": agent, "seed": seed, "episode": range(start, start + n),
+                             **{k: rec[k] for k in _SCORES}, "seconds": (time.perf_counter() - t0) / n})
+
+    def summarise(self, df: pd.DataFrame) -> list[dict]:
+        rows = []
+        for (env, agent, rule), g in df.groupby(["env", "agent", "rule"], sort=False):
+            rec = {"env": env, "agent": agent, "rule": rule, "episodes": len(g), "seeds": int(g["seed"].nunique())}
+            rows.append(ci_columns(rec, g, {"blickets_correct": "blickets_correct", "rule_correct": "rule_correct",
+                                            "n_tests": "n_tests"},
+                                   scale={"blickets_correct": 100.0, "rule_correct": 100.0}))
+        return rows
 
 
 def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: float = 1e-9) -> pd.DataFrame:
-    """Play Nexiom with the exact EIG learner; one row per episode.
-
-    The learner knows the count (2) and both candidate rules (uniform prior). Each step it tests the trial of
-    maximal EIG about (blicket set, rule) -- the people judged both -- and answers with the MAP set and the
-    rule's posterior once no trial carries more than ``min_eig`` bits (nothing left to learn) or the budget
-    is used up.
-    """
+    """Play Nexiom with the exact EIG learner (episodes from ``default_rng(seed)``); one row per episode:
+    ``rule, blickets_correct, rule_correct, n_tests``."""
+    from causalplay.agents.bayesian import NexiomEIGAgent
     from causalplay.envs import make_batch
 
-    env = make_batch("causalplay/Nexiom-v0", episodes, seed=seed, budget=budget)
-    obs = env.reset()
-    N = env.n_objects
-    post = task_beliefs(TaskInfo.from_env(env), episodes, dtype=torch.float64)
-    post.condition_count_(env.n_blickets)
-    post.log_w = post.log_w - torch.logsumexp(post.log_w, -1, keepdim=True)  # the count mask only masks
-    cand = torch.as_tensor(all_trials(N)).double()
-    while not bool(env.done.all()):
-        active = ~env.done
-        eig = eig_bits(post.space, post.log_w, cand, "joint")
-        best = eig.max(-1)
-        stop = (best.values <= min_eig) | (env.tests >= budget)
-        guess = post.code_to_set(post.map_code()).double()
-        p_conj = post.log_w.exp().reshape(-1, post.space.n_rules, post.space.n_sets).sum(-1)[:, 1]
-        action = torch.cat([cand[best.indices], 0.25 + 0.5 * guess, stop.double()[:, None],
-                            p_conj.clamp(0, 1)[:, None]], 1)
-        obs, _, _, _ = env.step(action)
-        ran = active & ~stop
-        lay = env.layout
-        post.observe_(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, ran)
-    rec = env.record()
-    return pd.DataFrame({"rule": rec["rule"], "blickets_correct": rec["blickets_correct"],
-                         "rule_correct": rec["rule_correct"], "n_tests": rec["n_tests"]})
+    rec = play(make_batch("causalplay/Nexiom-v0", episodes, seed=seed, budget=budget),
+               NexiomEIGAgent(seed, min_eig=min_eig))
+    return pd.DataFrame({k: rec[k] for k in _SCORES})
 
 
 def human_nexiom() -> pd.DataFrame:

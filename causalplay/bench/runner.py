@@ -1,7 +1,8 @@
-"""Running agents on batched envs: deterministic shards, verified resumable runs, pluggable executors.
+"""The one runner: every task family's episodes in deterministic shards, verified resumable runs, any executor.
 
 Workers run :func:`run_shard` and return records; :func:`run_benchmark` (the driver) validates and writes them
-(:mod:`.shards`). Executors come from the registry in :mod:`.executors`.
+(:mod:`.shards`). Which family an env id belongs to -- and so how its episodes are played, recorded and scored --
+is :func:`family_of`'s answer (:data:`FAMILIES`). Executors come from the registry in :mod:`.executors`.
 """
 
 from __future__ import annotations
@@ -15,96 +16,56 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ..core._futures import POLL_SECONDS
+from causalplay.core._futures import POLL_SECONDS
+from causalplay.core._version import __version__
+
+from .blicket import EPISODE_COLUMNS, BlicketFamily, check_pairing
+from .dag import DAGFamily
 from .executors import SerialExecutor, abort, make_executor
-from .metrics import assign_split, auccess, mean_ci
-from .play import play
+from .family import Family
+from .nexiom import NexiomFamily
+from .sequences import SequenceFamily
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
-__all__ = ["run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env", "SerialExecutor",
-           "make_executor", "summarise", "table", "write_results", "Shard", "ShardError", "RunLocked",
-           "EPISODE_COLUMNS"]
+__all__ = ["FAMILIES", "family_of", "run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env",
+           "check_pairing", "SerialExecutor", "make_executor", "summarise", "table", "write_results", "Shard",
+           "ShardError", "RunLocked", "EPISODE_COLUMNS"]
 
-EPISODE_COLUMNS = ["env", "agent", "seed", "episode", "template", "split", "n_blickets", "solved_step",
-                   "context_solved", "episode_solved", "context_reward", "episode_reward", "seconds"]
+#: Every task family the runner knows, in the order their tables print.
+FAMILIES: tuple[Family, ...] = (BlicketFamily(), SequenceFamily(), NexiomFamily(), DAGFamily())
+
+
+def family_of(env_id: str) -> Family:
+    """The family that benchmarks ``env_id``; ``ValueError`` naming the id and the known ones otherwise."""
+    for fam in FAMILIES:
+        if fam.owns(env_id):
+            return fam
+    from causalplay.envs import DAG_ENV_IDS, ENV_IDS, SEQUENCE_IDS
+
+    raise ValueError(f"unknown environment id {env_id!r}; expected one of "
+                     f"{ENV_IDS + SEQUENCE_IDS + DAG_ENV_IDS} or a pixel id")
 
 
 def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard: int = 0, start: int = 0,
                  env_kwargs: dict | None = None, agent_kwargs: dict | None = None) -> pd.DataFrame:
-    """Play ``n_episodes`` of ``env_id`` with one agent; one row per episode (see ``EPISODE_COLUMNS``).
+    """Play ``n_episodes`` of ``env_id`` with one agent in this process; the family's records (Blicket ids: one
+    row per episode, :data:`EPISODE_COLUMNS`).
 
     Episodes are drawn from ``numpy.random.default_rng([seed, shard])`` and the agent is seeded with
-    ``[seed, shard]`` too, so a shard is the same whoever runs it and whenever. Every agent meets the same
+    ``seed * 100003 + shard``, so a shard is the same whoever runs it and whenever. Every agent meets the same
     episodes (and the same machine noise) for a given ``(seed, shard)``.
     """
-    from causalplay.agents import make_agent
-    from causalplay.envs import make_batch
-
-    t0 = time.perf_counter()
-    agent = make_agent(agent_name, seed=seed * 100003 + shard, **(agent_kwargs or {}))
-    # an agent may ask for another observation mode (e.g. the RL agents' "history"); its row may carry a label
-    obs_mode = {"obs_mode": agent.obs_mode} if getattr(agent, "obs_mode", None) else {}
-    env = make_batch(env_id, n_episodes, seed=[seed, shard], **{**obs_mode, **(env_kwargs or {})})
-    if env.n_context == 0 or not hasattr(env, "config"):
-        raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
-                         "by its own answer step); pass a causalplay/IVRE- or EST- id")
-    check_pairing(env_id, agent_name, bool(getattr(env, "pixels", False)), agent)
-    rec = play(env, agent)
-    episodes = np.arange(start, start + n_episodes)
-    df = pd.DataFrame({
-        "env": env_id, "agent": agent_name, "seed": seed, "episode": episodes, "template": rec["template"],
-        "split": [assign_split(f"{tpl}/{seed}/{e}") for tpl, e in zip(rec["template"], episodes, strict=True)],
-        **{k: rec[k] for k in ("n_blickets", "solved_step", "context_solved", "episode_solved", "context_reward",
-                               "episode_reward")},
-        "seconds": (time.perf_counter() - t0) / n_episodes,
-    })
-    # Agents that talk to a model add per-episode counts (tokens, parse failures) and their dialogues.
-    for col, values in (agent.episode_columns() if hasattr(agent, "episode_columns") else {}).items():
-        df[col] = values
-    if hasattr(agent, "dialogues"):
-        df.attrs["dialogues"] = agent.dialogues()
-    return df
+    return family_of(env_id).episodes(env_id, agent_name, n_episodes, seed, shard, start, env_kwargs,
+                                      agent_kwargs)
 
 
-def check_pairing(env_id: str, agent_name: str, pixels: bool, agent=None) -> None:
-    """``ValueError`` unless the agent and the env agree on pixels (``pixels``: the env renders its panels).
-
-    ``agent`` is the built agent, or None to build ``agent_name`` once (the CLI checks before any work starts)."""
-    if agent is None:
-        from causalplay.agents import make_agent
-
-        agent = make_agent(agent_name, seed=0)
-    if pixels != bool(getattr(agent, "reads_pixels", False)):
-        raise ValueError(f"agent {agent_name!r} cannot play {env_id}: " + (
-            "it is a pixel env; pick an agent that reads pixels (eig-pixels)" if pixels
-            else "that agent reads rendered panels; pick a pixel id (causalplay/IVRE-Pixels-v0, EST-Pixels-v1)"))
-
-
-def check_env(env_id: str, env_kwargs: dict | None = None) -> tuple[int, int]:
-    """``(n_context, horizon)`` of a benchmark env; ``ValueError`` naming the id if it cannot be benchmarked.
-
-    Parameters
-    ----------
-    env_id : str
-        A ``causalplay/...`` id.
-    env_kwargs : dict, optional
-        Options passed to ``make_batch``.
-
-    Raises
-    ------
-    ValueError
-        Unknown id, or an env without the context/trial structure the benchmark scores (Nexiom).
-    """
-    from causalplay.envs import make_batch
-
-    b = make_batch(env_id, 1, seed=0, **(env_kwargs or {}))
-    if b.n_context == 0 or not hasattr(b, "config"):
-        raise ValueError(f"{env_id} has no context/trial structure the benchmark scores (Nexiom is scored "
-                         "by its own answer step, see causalplay.bench.nexiom); pass a causalplay/IVRE- or EST- id")
-    return b.n_context, b.horizon
+def check_env(env_id: str, env_kwargs: dict | None = None) -> Family:
+    """The family of a benchmark env, after checking it can be benchmarked (``ValueError`` naming the id)."""
+    fam = family_of(env_id)
+    fam.check_env(env_id, env_kwargs)
+    return fam
 
 
 def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
@@ -113,31 +74,34 @@ def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
     Returns
     -------
     dict
-        ``shard``, ``records`` (DataFrame: ``EPISODE_COLUMNS``, then any per-episode columns the agent adds),
+        ``shard``, ``records`` (DataFrame: the family's columns, then any per-episode columns the agent adds),
         ``dialogues`` (language-model agents' messages per episode, else ``None``), ``seconds`` (wall time),
         ``host``, ``pid`` and ``causalplay`` (the worker's package version; the driver refuses records from
         another version).
     """
-    from causalplay.core._version import __version__
-
     t0 = time.perf_counter()
-    df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start, env_kwargs)
+    df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start,
+                      {**(env_kwargs or {}), **dict(shard.variant)})
     dialogues = df.attrs.pop("dialogues", None)  # language-model agents: one message list per episode
     return {"shard": shard, "records": df, "dialogues": dialogues, "seconds": time.perf_counter() - t0,
             "host": socket.gethostname(), "pid": os.getpid(), "causalplay": __version__}
 
 
 def plan_shards(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int],
-                shard_size: int) -> list[Shard]:
-    """Every shard of ``envs x agents x seeds``, ``episodes`` each, cut into shards of ``shard_size``."""
+                shard_size: int, variants: Sequence | None = None) -> list[Shard]:
+    """Every shard of ``envs x variants x agents x seeds``, ``episodes`` each, cut into shards of ``shard_size``
+    (each env's variants are its family's, e.g. the DAG worlds' split x linearity; ``variants`` keeps some)."""
     if episodes < 1 or shard_size < 1:
         raise ValueError(f"episodes and shard_size must be >= 1, got {episodes} and {shard_size}")
     out = []
     for env in envs:
-        for agent in agents:
-            for seed in seeds:
-                for i, start in enumerate(range(0, episodes, shard_size)):
-                    out.append(Shard(env, agent, seed, i, start, min(shard_size, episodes - start)))
+        for variant in family_of(env).variants(env):
+            if variants is not None and variant not in variants:
+                continue
+            for agent in agents:
+                for seed in seeds:
+                    for i, start in enumerate(range(0, episodes, shard_size)):
+                        out.append(Shard(env, agent, seed, i, start, min(shard_size, episodes - start), variant))
     return out
 
 
@@ -157,17 +121,20 @@ def _stderr(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, seeds: Iterable[int], out: str | Path,
-                  *, shard_size: int = 2000, executor: Executor | str | None = None, workers: int | None = None,
+def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequence[str]], episodes: int,
+                  seeds: Iterable[int], out: str | Path,
+                  *, shard_size: int | None = None, executor: Executor | str | None = None, workers: int | None = None,
                   address: str | None = None, env_kwargs: dict | None = None, progress: bool = True,
                   episodes_per_agent: dict[str, int] | None = None,
-                  log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                  log: Callable[[str], None] | None = None, variants: Sequence | None = None) -> pd.DataFrame:
     """Run every (env, agent, seed) shard by shard; workers return records, this process writes them.
 
     Parameters
     ----------
-    envs, agents : sequence of str
-        Env ids and agent specs, each listed once.
+    envs : sequence of str
+        Env ids, each listed once.
+    agents : sequence of str, or dict env id -> sequence of str
+        Agent specs, each listed once: the same for every env, or each env's own (envs of several families).
     episodes : int
         Episodes per env x agent x seed.
     seeds : iterable of int
@@ -175,8 +142,9 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
     out : str or Path
         Output folder: ``shards/`` (one verified CSV + JSON manifest per shard, see :mod:`.shards`) and
         ``episodes.csv``. Locked for the duration of the run (:class:`~.shards.RunLock`).
-    shard_size : int
-        Episodes per shard: the unit of parallel work and of resuming.
+    shard_size : int, optional
+        Episodes per shard: the unit of parallel work and of resuming (default: the family's, e.g. 2000 for
+        Blicket ids, 500 for the DAG worlds).
     executor : Executor or str or None
         A ``concurrent.futures.Executor`` (yours: cancelled-from but not shut down), or a registry kind
         (``"serial"``, ``"process"``, ``"ray"``, ``"dask"``; default ``"process"``) built with ``workers`` and
@@ -191,6 +159,8 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
         Caps the episodes of slow agents (e.g. ``{"notears": 500}``).
     log : callable, optional
         Receives the messages for the user (why a shard on disk is recomputed); default: standard error.
+    variants : sequence of Variant, optional
+        Run only these of each env's variants (e.g. only the linear DAG worlds); default all.
 
     Returns
     -------
@@ -213,15 +183,16 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
     """
     from tqdm.auto import tqdm
 
-    from causalplay.core._version import __version__
-
     log = log or _stderr
-    envs, agents, seeds = _unique("envs", envs), _unique("agents", agents), _unique("seeds", seeds)
+    envs, seeds = _unique("envs", envs), _unique("seeds", seeds)
+    per_env = {e: _unique("agents", agents[e] if isinstance(agents, dict) else agents) for e in envs}
     out = Path(out)
     shards = []
-    for agent in agents:
+    for agent in dict.fromkeys(a for e in envs for a in per_env[e]):
         n = min(episodes, (episodes_per_agent or {}).get(agent, episodes))
-        shards += plan_shards(envs, [agent], n, seeds, shard_size)
+        for env in envs:
+            if agent in per_env[env]:
+                shards += plan_shards([env], [agent], n, seeds, shard_size or family_of(env).shard_size, variants)
     folder = out / "shards"
     with RunLock(out):
         folder.mkdir(parents=True, exist_ok=True)
@@ -250,7 +221,8 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
                 if res["causalplay"] != __version__:
                     raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
                                      f"{__version__}: install the same version on every node")
-                write_shard(folder, res["shard"], res["records"], columns=EPISODE_COLUMNS, env_kwargs=env_kwargs,
+                write_shard(folder, res["shard"], res["records"], columns=family_of(res["shard"].env).columns,
+                            env_kwargs=env_kwargs,
                             version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)},
                             dialogues=res.get("dialogues"))
                 bar.update(res["shard"].size)
@@ -285,55 +257,27 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str], episodes: int, see
         # (an rl:path=DIR row is named after the trained run).
         from causalplay.agents import agent_label
 
-        df["agent"] = df["agent"].map({a: agent_label(a) for a in agents})
+        labels = {(e, a): agent_label(a, family_of(e).name) for e in envs for a in per_env[e]}
+        df["agent"] = [labels[e, a] for e, a in zip(df["env"], df["agent"], strict=True)]
         atomic_write(out / "episodes.csv", df.to_csv(index=False).encode())
     return df
 
 
-def summarise(df: pd.DataFrame, horizons: dict[str, tuple[int, int]] | None = None) -> list[dict]:
-    """One row per env x agent x seed: ``env, agent, seed, episodes, context_acc, context_reward,
-    episode_acc, episode_reward, auccess`` (accuracies as fractions)."""
-    from causalplay.envs import make_batch
-
+def summarise(df: pd.DataFrame, horizons: dict | None = None) -> list[dict]:
+    """The summary rows of a run's records, each env by its family's scorer (``horizons`` is ignored; kept for
+    old callers)."""
     rows = []
-    for (env, agent, seed), g in df.groupby(["env", "agent", "seed"], sort=False):
-        if horizons and env in horizons:
-            C, T = horizons[env]
-        else:
-            b = make_batch(env, 1, seed=0)
-            C, T = b.n_context, b.horizon
-        rows.append({
-            "env": env, "agent": agent, "seed": int(seed), "episodes": int(len(g)),
-            "context_acc": float(g["context_solved"].mean()), "context_reward": float(g["context_reward"].mean()),
-            "episode_acc": float(g["episode_solved"].mean()), "episode_reward": float(g["episode_reward"].mean()),
-            "auccess": auccess(g["solved_step"].to_numpy(), C, T),
-            "seconds_per_episode": float(g["seconds"].mean()),
-        })
-        if "llm_calls" in g and g["llm_calls"].notna().any():  # language-model agents (causalplay.agents.llm)
-            calls = float(g["llm_calls"].sum())
-            rows[-1].update({
-                "parse_failure_rate": float(g["parse_failures"].sum()) / calls if calls else 0.0,
-                "prompt_tokens_per_episode": float(g["prompt_tokens"].mean()),
-                "completion_tokens_per_episode": float(g["completion_tokens"].mean()),
-            })
+    for env, g in df.groupby("env", sort=False):
+        rows += family_of(env).summarise(g)
     return rows
 
 
 def table(rows: list[dict], level: float = 0.95) -> pd.DataFrame:
-    """Table-2 layout: mean +- CI half-width over seeds per env x agent."""
-    df = pd.DataFrame(rows)
-    out = []
-    for (env, agent), g in df.groupby(["env", "agent"], sort=False):
-        rec = {"env": env, "agent": agent, "seeds": len(g), "episodes": int(g["episodes"].sum())}
-        for col in ("context_acc", "context_reward", "episode_acc", "episode_reward", "auccess"):
-            scale = 100.0 if col.endswith("acc") or col == "auccess" else 1.0
-            m, h = mean_ci((g[col] * scale).tolist(), level)
-            rec[col], rec[col + "_ci"] = m, h
-        for col in ("parse_failure_rate", "prompt_tokens_per_episode", "completion_tokens_per_episode"):
-            if col in g and g[col].notna().any():  # language-model agents: means over seeds
-                rec[col] = float(g[col].mean())
-        out.append(rec)
-    return pd.DataFrame(out)
+    """The users' table of summary rows (one family's rows; see :meth:`Family.table`)."""
+    fams = {family_of(r["env"]).name: family_of(r["env"]) for r in rows}
+    if len(fams) != 1:
+        raise ValueError(f"table() takes one family's rows; got {sorted(fams)}")
+    return next(iter(fams.values())).table(rows, level)
 
 
 def write_results(rows: list[dict], out: str | Path) -> Path:

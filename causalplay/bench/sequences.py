@@ -1,13 +1,13 @@
-"""Score an agent on ``causalplay/Overhypothesis-v0`` by machine index (the sequence counterpart of
-:func:`causalplay.bench.runner.run_episodes`).
+"""The Overhypothesis family (``causalplay/Overhypothesis-v0``): scores by machine index within a sequence.
 
-One row per (sequence, machine): ``trials_to_solve`` (``T + 1`` when unsolved), ``solved``, ``episode_reward``,
+One record per (sequence, machine): ``trials_to_solve`` (``T + 1`` when unsolved), ``solved``, ``episode_reward``,
 ``context_reward``, ``rule``, ``n_blickets``. Sequence ``i`` draws from its own generator seeded ``[seed, i]``
-(:class:`~causalplay.envs.overhypothesis.OverhypothesisBatch` rows own generators), so every agent scored with
-the same ``seed`` meets the same machines and per-machine differences are paired.
+(:class:`~causalplay.envs.overhypothesis.OverhypothesisBatch` rows own generators), so every agent scored with the
+same ``seed`` meets the same machines, in whatever shard, and per-machine differences are paired. The benchmark
+runs both variants: ``rule_per="sequence"`` (the task) and ``"episode"`` (the control: nothing to transfer).
 
-:func:`summarise_by_machine` gives the means with 95% normal CIs by (rule_per, agent, machine) -- the numbers of
-``docs/overhypotheses.md``.
+:func:`run_sequences` plays sequences in this process; :func:`summarise_by_machine` gives the means with 95% CIs by
+(rule_per, agent, machine) -- the numbers of ``docs/overhypotheses.md``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,74 @@ import time
 import numpy as np
 import pandas as pd
 
+from .family import Family, build_agent
 from .play import play
 
-__all__ = ["run_sequences", "summarise_by_machine", "SEQUENCE_COLUMNS"]
+__all__ = ["SequenceFamily", "run_sequences", "summarise_by_machine", "SEQUENCE_COLUMNS"]
 
 SEQUENCE_COLUMNS = ("agent", "rule_per", "sequence", "machine", "rule", "n_blickets", "trials_to_solve", "solved",
                     "episode_reward", "context_reward", "seconds")
+_SCORES = ("rule", "n_blickets", "trials_to_solve", "solved", "episode_reward", "context_reward")
+
+
+def _play_sequences(agent, first: int, B: int, seed: int, rule_per: str, n_episodes: int, noise: float) -> dict:
+    """Sequences ``first .. first + B - 1`` (generators ``[seed, i]``) played by ``agent``; their records,
+    flattened to one entry per (sequence, machine), with ``sequence`` and ``machine`` indices."""
+    from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
+
+    rngs = [np.random.default_rng([seed, first + i]) for i in range(B)]
+    task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=n_episodes, rule_per=rule_per, noise=noise,
+                               obs_mode=getattr(agent, "obs_mode", "panel") or "panel")
+    rec = play(task, agent)
+    K = task.K
+    out = {k: rec[k].reshape(-1) for k in ("rule", "n_blickets", "trials_to_solve", "episode_reward",
+                                           "context_reward")}
+    out["solved"] = rec["episode_solved"].reshape(-1)
+    out["sequence"], out["machine"] = np.repeat(np.arange(first, first + B), K), np.tile(np.arange(K), B)
+    return out
+
+
+class SequenceFamily(Family):
+    """Sequences of machines sharing a rule; per-machine trials to solve, solve rate and reward (95 % CIs over
+    sequences), in both variants (``rule_per``: the task and the control)."""
+
+    name = "sequence"
+    columns = ("env", "agent", "seed", "episode", "machine", "rule_per", *_SCORES, "seconds")
+    shard_size = 500
+    display = {"trials_to_solve": "trials to solve", "solved": "solved %", "episode_reward": "episode R"}
+
+    def owns(self, env_id: str) -> bool:
+        from causalplay.envs import SEQUENCE_IDS
+
+        return env_id in SEQUENCE_IDS
+
+    def variants(self, env_id: str) -> list:
+        return [(("rule_per", "sequence"),), (("rule_per", "episode"),)]
+
+    def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
+        kw = {"rule_per": "sequence", "n_episodes": 5, "noise": 0.0, **(env_kwargs or {})}
+        t0 = time.perf_counter()
+        rec = _play_sequences(build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs), start, n, seed,
+                              kw["rule_per"], kw["n_episodes"], kw["noise"])
+        return pd.DataFrame({"env": env_id, "agent": agent, "seed": seed, "episode": rec["sequence"],
+                             "machine": rec["machine"], "rule_per": kw["rule_per"], **{k: rec[k] for k in _SCORES},
+                             "seconds": (time.perf_counter() - t0) / n})
+
+    def summarise(self, df: pd.DataFrame) -> list[dict]:
+        out = []
+        for env, g in df.groupby("env", sort=False):
+            for r in summarise_by_machine(g.rename(columns={"episode": "sequence"})).to_dict("records"):
+                out.append({"env": env, **r})
+        return out
+
+    def table(self, rows: list[dict], level: float = 0.95) -> pd.DataFrame:
+        df = pd.DataFrame(rows)
+        for col in ("trials_to_solve", "solved", "episode_reward"):
+            scale = 100.0 if col == "solved" else 1.0
+            df[col], df[col + "_ci"] = df[col] * scale, (df[col + "_hi"] - df[col + "_lo"]) / 2 * scale
+        return df[["env", "rule_per", "agent", "machine", "n", *(c for col in ("trials_to_solve", "solved",
+                                                                             "episode_reward")
+                                                                 for c in (col, col + "_ci"))]]
 
 
 def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "sequence", n_episodes: int = 5,
@@ -55,7 +117,6 @@ def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "se
         ``n_sequences * n_episodes`` rows with :data:`SEQUENCE_COLUMNS`; ``seconds`` is wall time per sequence.
     """
     from causalplay.agents import Agent, make_agent
-    from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 
     if isinstance(n_sequences, bool) or not isinstance(n_sequences, (int, np.integer)) or n_sequences < 1:
         raise ValueError(f"n_sequences must be a positive integer, got {n_sequences!r}")
@@ -70,18 +131,11 @@ def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "se
     else:
         raise TypeError(f"agent must be an agent spec string or an Agent, got {type(agent).__name__}")
     B = int(n_sequences)
-    rngs = [np.random.default_rng([seed, i]) for i in range(B)]
-    task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=n_episodes, rule_per=rule_per, noise=noise,
-                               obs_mode=getattr(ag, "obs_mode", "panel"))
     t0 = time.perf_counter()
-    rec = play(task, ag)
-    K = task.K
-    return pd.DataFrame({
-        "agent": label or default, "rule_per": rule_per, "sequence": np.repeat(np.arange(B), K),
-        "machine": np.tile(np.arange(K), B), "rule": rec["rule"].reshape(-1),
-        "n_blickets": rec["n_blickets"].reshape(-1), "trials_to_solve": rec["trials_to_solve"].reshape(-1),
-        "solved": rec["episode_solved"].reshape(-1), "episode_reward": rec["episode_reward"].reshape(-1),
-        "context_reward": rec["context_reward"].reshape(-1), "seconds": (time.perf_counter() - t0) / B})
+    rec = _play_sequences(ag, 0, B, seed, rule_per, n_episodes, noise)
+    return pd.DataFrame({"agent": label or default, "rule_per": rule_per, "sequence": rec["sequence"],
+                         "machine": rec["machine"], **{k: rec[k] for k in _SCORES},
+                         "seconds": (time.perf_counter() - t0) / B})[list(SEQUENCE_COLUMNS)]
 
 
 def _ci(x: np.ndarray) -> tuple[float, float, float]:

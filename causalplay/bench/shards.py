@@ -1,13 +1,14 @@
 """Verified shards and the run lock: what the benchmark driver writes and what it trusts on resume.
 
-A shard is the unit of work and of resuming: episodes ``[start, start + size)`` of one ``(env, agent, seed)``.
+A shard is the unit of work and of resuming: episodes ``[start, start + size)`` of one ``(env, variant, agent,
+seed)``.
 Workers only compute and return records; the driver (one process, holding :class:`RunLock` on ``--out``) checks
 them and writes each shard as two files, each atomically (unique temp name in the same folder, ``fsync``,
 ``rename``, ``fsync`` of the folder):
 
 * ``shards/<name>.csv`` — the episode rows;
-* ``shards/<name>.json`` — its manifest: the shard's identity (env id, agent spec, seed, index, start, size, env
-  options), the row count, the CSV's byte length and SHA-256, the package version and the worker's host.
+* ``shards/<name>.json`` — its manifest: the shard's identity (env id, variant, agent spec, seed, index, start,
+  size, env options), the row count, the CSV's byte length and SHA-256, the package version and the worker's host.
 
 On resume a shard is reused only when its manifest matches the planned shard and the CSV's hash verifies
 (:func:`check_shard`); anything else (no manifest, a truncated, header-only or empty CSV, a manifest for another
@@ -34,7 +35,7 @@ __all__ = ["Shard", "ShardError", "RunLocked", "RunLock", "MANIFEST_FORMAT", "wr
            "read_shard", "validate_records", "atomic_write"]
 
 #: Bumped whenever the manifest's meaning changes; a manifest of another format is never trusted.
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
 
 _SAFE_SPEC = re.compile(r"[\w.=+:-]+")
 
@@ -45,7 +46,8 @@ class ShardError(ValueError):
 
 @dataclass(frozen=True)
 class Shard:
-    """One unit of work: episodes ``[start, start + size)`` of ``(env, agent, seed)``; ``index`` seeds it."""
+    """One unit of work: episodes ``[start, start + size)`` of ``(env, variant, agent, seed)``; ``index`` seeds it.
+    ``variant`` holds the env options the env's family sweeps (e.g. ``(("linear", False), ("split", "test"))``)."""
 
     env: str
     agent: str
@@ -53,6 +55,7 @@ class Shard:
     index: int
     start: int
     size: int
+    variant: tuple = ()
 
     @property
     def stem(self) -> str:
@@ -62,7 +65,8 @@ class Shard:
         agent = self.agent
         if not _SAFE_SPEC.fullmatch(agent):
             agent = re.sub(r"[^\w.=+:-]+", "_", agent) + "-" + hashlib.sha256(agent.encode()).hexdigest()[:8]
-        return f"{self.env.replace('/', '_')}__{agent}__s{self.seed}__{self.index:05d}__{self.start}+{self.size}"
+        env = self.env.replace("/", "_") + "".join(f"__{k}={v}" for k, v in self.variant)
+        return f"{env}__{agent}__s{self.seed}__{self.index:05d}__{self.start}+{self.size}"
 
     @property
     def filename(self) -> str:
@@ -113,7 +117,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def _identity(shard: Shard, env_kwargs: dict | None, version: str) -> dict:
-    return {"format": MANIFEST_FORMAT, **asdict(shard), "env_kwargs": _jsonable(env_kwargs or {}),
+    return {"format": MANIFEST_FORMAT, **_jsonable(asdict(shard)), "env_kwargs": _jsonable(env_kwargs or {}),
             "causalplay": version}
 
 
@@ -122,14 +126,16 @@ def _jsonable(obj):
 
 
 def validate_records(shard: Shard, df: pd.DataFrame, columns: list[str]) -> None:
-    """Raise :class:`ShardError` unless ``df`` holds exactly the episodes of ``shard``, its first columns being
-    ``columns`` (agents may add per-episode columns after them, e.g. token counts)."""
+    """Raise :class:`ShardError` unless ``df`` holds exactly the episodes of ``shard`` in order (a family may give
+    several rows per episode, e.g. one per machine of a sequence), its first columns being ``columns`` (agents may
+    add per-episode columns after them, e.g. token counts)."""
     if list(df.columns[: len(columns)]) != list(columns):
         raise ShardError(f"shard {shard.stem}: columns {list(df.columns)} do not start with {list(columns)}")
-    if len(df) != shard.size:
-        raise ShardError(f"shard {shard.stem}: {len(df)} rows for a shard of {shard.size} episodes")
-    if df["episode"].tolist() != list(range(shard.start, shard.start + shard.size)):
-        raise ShardError(f"shard {shard.stem}: episodes are not {shard.start}..{shard.start + shard.size - 1}")
+    ep = df["episode"]
+    if not ep.is_monotonic_increasing or ep.drop_duplicates().tolist() != list(range(shard.start,
+                                                                                    shard.start + shard.size)):
+        raise ShardError(f"shard {shard.stem}: {len(df)} rows whose episodes are not "
+                         f"{shard.start}..{shard.start + shard.size - 1} in order")
     for col, want in (("env", shard.env), ("agent", shard.agent), ("seed", shard.seed)):
         if not (df[col] == want).all():
             raise ShardError(f"shard {shard.stem}: column {col!r} is not {want!r} in every row")
@@ -167,7 +173,7 @@ def write_shard(folder: Path, shard: Shard, df: pd.DataFrame, *, columns: list[s
     """
     validate_records(shard, df, columns)
     data = df.to_csv(index=False).encode()
-    manifest = {**_identity(shard, env_kwargs, version), "rows": len(df), "bytes": len(data),
+    manifest = {**_identity(shard, env_kwargs, version), "rows": len(df), "episodes": shard.size, "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(), "columns": list(df.columns), **(extra or {})}
     if dialogues is not None:
         if len(dialogues) != len(df):
@@ -187,7 +193,7 @@ def check_shard(folder: Path, shard: Shard, env_kwargs: dict | None, version: st
     """``None`` if the shard on disk can be reused, else why not (a short phrase for the user).
 
     Reused only if the manifest exists, parses, matches ``shard`` / ``env_kwargs`` / ``version`` and the
-    format, records ``rows == size``, and the CSV's length and SHA-256 are the manifest's.
+    format, records ``episodes == size``, and the CSV's length and SHA-256 are the manifest's.
     """
     csv, man = folder / shard.filename, folder / shard.manifest_name
     if not csv.exists() and not man.exists():
@@ -207,8 +213,8 @@ def check_shard(folder: Path, shard: Shard, env_kwargs: dict | None, version: st
     if diff:
         k = diff[0]
         return f"manifest is for another shard or run: {k}={manifest.get(k)!r}, expected {want[k]!r}"
-    if manifest.get("rows") != shard.size:
-        return f"manifest says {manifest.get('rows')!r} rows for a shard of {shard.size}"
+    if manifest.get("episodes") != shard.size:
+        return f"manifest says {manifest.get('episodes')!r} episodes for a shard of {shard.size}"
     data = csv.read_bytes()
     if len(data) != manifest.get("bytes"):
         return f"CSV has {len(data)} bytes, manifest says {manifest.get('bytes')} (truncated or changed)"

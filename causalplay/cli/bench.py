@@ -17,7 +17,10 @@ import typer
 
 __all__ = ["bench", "check_agent_spec"]
 
-DEFAULT_AGENTS = "random,bayes,naive,search-random,search-naive,notears,eig,planner"
+#: Each family's agents when ``--agents`` is not given (NOTEARS only when named: one structure fit per step).
+DEFAULT_AGENTS = {"blicket": "random,bayes,naive,search-random,search-naive,eig,planner",
+                  "sequence": "eig-transfer:transfer=False,eig-transfer", "nexiom": "eig",
+                  "dag": "expert,random,value,change,total-corr,partial-corr,bayes"}
 
 
 def _merge(option: str, items: list[str]) -> list[str]:
@@ -31,16 +34,17 @@ def _merge(option: str, items: list[str]) -> list[str]:
     return seen
 
 
-def check_agent_spec(spec: str) -> None:
-    """Raise ``ValueError`` unless ``spec`` names a known agent with options it accepts and values it takes.
+def check_agent_spec(spec: str, family: str = "blicket") -> None:
+    """Raise ``ValueError`` unless ``spec`` names a known agent of ``family`` with options it accepts and values it
+    takes.
 
     Unknown options are listed with the accepted ones (from the agent's constructor); values are checked by
     building the agent once.
     """
-    from causalplay.agents import AGENTS, make_agent, parse_agent_spec
+    from causalplay.agents import REGISTRIES, make_agent, parse_agent_spec
 
-    name, kwargs = parse_agent_spec(spec)
-    params = inspect.signature(AGENTS[name].__init__).parameters
+    name, kwargs = parse_agent_spec(spec, family)
+    params = inspect.signature(REGISTRIES[family][name].__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         accepted = [k for k in params if k not in ("self", "seed")]
         unknown = [k for k in kwargs if k not in accepted]
@@ -48,7 +52,7 @@ def check_agent_spec(spec: str) -> None:
             raise ValueError(f"agent {name!r} has no option {', '.join(map(repr, unknown))}; it accepts "
                              f"{', '.join(accepted) if accepted else 'no options'}")
     try:
-        make_agent(spec, seed=0)
+        make_agent(spec, seed=0, family=family)
     except (TypeError, ValueError, ImportError) as err:
         raise ValueError(f"{spec!r}: {err}") from None
 
@@ -60,8 +64,6 @@ def _envs_cb(value: str) -> str:
     if not ids:
         raise typer.BadParameter("give at least one environment id")
     for e in ids:
-        if e.startswith("causalplay/CausalDAG"):  # scored by its own loop (causalplay.dag.bench), which checks it
-            continue
         try:
             check_env(e)
         except ValueError as err:
@@ -69,11 +71,13 @@ def _envs_cb(value: str) -> str:
     return value
 
 
-def _agents_cb(value: str) -> str:
+def _agents_cb(value: str | None) -> str | None:
     # The list's syntax here; the specs themselves in the command body (before any work), since which agents
     # exist depends on --env (CausalDAG worlds have their own).
     from causalplay.agents import split_agent_specs
 
+    if value is None:  # not given: each family's usual agents
+        return value
     try:
         names = split_agent_specs(value)
     except ValueError as err:
@@ -121,24 +125,46 @@ def _compare_cb(value: str) -> str:
     return value
 
 
+def _cell(m: float, h: float) -> str:
+    return f"{m:.2f} ± {h:.2f}" if h == h else f"{m:.2f} ± n/a"  # NaN: one seed of a per-seed score
+
+
+def _print_tables(tab, fam, console, title: str) -> None:
+    """One rich table per env (and variant): the family's columns as ``mean ± CI``; long cells fold, never cut."""
+    from rich.table import Table
+
+    keys = [c for c in ("rule_per", "linear", "split", "rule") if c in tab]
+    for key, g in tab.groupby(["env", *keys], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        t = Table(title=" ".join([key[0]] + [f"{k}={v}" for k, v in zip(keys, key[1:], strict=True)]) + title)
+        lead = [c for c in ("agent", "machine", "episodes") if c in g]
+        for col in lead + list(fam.display.values()):
+            t.add_column(col, justify="right", overflow="fold", no_wrap=col == "agent")
+        for _, r in g.iterrows():
+            t.add_row(*(str(r[c]) for c in lead), *(_cell(r[c], r[c + "_ci"]) for c in fam.display))
+        console.print(t)
+
+
 def bench(
-    env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids.", callback=_envs_cb),
-    agents: str = typer.Option(
-        DEFAULT_AGENTS, help="Comma-separated agent names or specs with options, e.g. planner:depth=2.",
-        callback=_agents_cb),
-    episodes: int = typer.Option(10000, min=1, help="Episodes per env x agent x seed."),
-    seeds: int = typer.Option(5, min=1, help="Number of seeds (0..seeds-1)."),
-    out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, shards/, PNGs).",
-                            callback=_out_cb),
-    shard_size: int = typer.Option(2000, min=1,
-                                   help="Episodes per shard (the unit of resuming and of parallel work)."),
+    env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids (any family: Blicket, "
+                                                        "Overhypothesis, Nexiom, CausalDAG).", callback=_envs_cb),
+    agents: str | None = typer.Option(
+        None, help="Comma-separated agent names or specs with options, e.g. planner:depth=2 (default: the family's "
+                 "usual set; NOTEARS only when named).", callback=_agents_cb),
+    episodes: int = typer.Option(1000, min=1, help="Episodes per env x variant x agent x seed."),
+    seeds: int = typer.Option(3, min=1, help="Number of seeds (0..seeds-1)."),
+    out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, table.csv, shards/, "
+                                               "PNGs).", callback=_out_cb),
+    shard_size: int = typer.Option(0, min=0, help="Episodes per shard (the unit of resuming and of parallel work; "
+                                                  "0: the family's default)."),
     executor: str = typer.Option("process", help="serial, process (local pool), ray or dask (extras).",
                                  callback=_executor_cb),
     workers: int = typer.Option(0, min=0, help="Processes of the local pool or cluster (0: one per CPU)."),
     notears_episodes: int = typer.Option(
         200, min=1, help="Cap on episodes per seed of notears and notears-exact (one fit per episode per step)."),
-    compare: str = typer.Option("eig,planner", help="Two agents to compare with a Wilcoxon test over seeds.",
-                                callback=_compare_cb),
+    compare: str = typer.Option("eig,planner", help="Two agents to compare on the same episodes (paired "
+                                                    "difference of episode R with a 95% CI).", callback=_compare_cb),
+    wide: bool = typer.Option(False, "--wide", help="Print tables at full width instead of the terminal's."),
     # Annotated, so that a call from Python (causalplay demo) without them gets the plain defaults.
     show_dialogue: Annotated[int, typer.Option(
         help="Print the dialogue of the first N episodes (seed 0) of every language-model agent.")] = 0,
@@ -146,34 +172,31 @@ def bench(
         help="Cluster to run on (ray: host:port of `ray start --head`, or 'auto'; dask: tcp://host:8786). "
              "Empty: start a local one.")] = "",
 ) -> None:
-    """Run the benchmark and print context / episode accuracy and reward (mean +- 95% CI over seeds)."""
+    """Run the benchmark and print each family's scores (mean ± 95% CI over seeds, or over episodes)."""
+    import pandas as pd
     from rich.console import Console
-    from rich.table import Table
 
+    from causalplay.agents import agent_label, split_agent_specs
+    from causalplay.bench.blicket import check_pairing
     from causalplay.bench.executors import check_executor
-    from causalplay.bench.metrics import wilcoxon
-    from causalplay.bench.plots import plot_rewards, plot_success
-    from causalplay.bench.runner import check_env, check_pairing, run_benchmark, summarise, table, write_results
+    from causalplay.bench.runner import family_of, run_benchmark, summarise, write_results
     from causalplay.bench.shards import RunLocked, atomic_write
+    from causalplay.core.metrics import mean_ci
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
-    if any(e.startswith("causalplay/CausalDAG") for e in env_ids):  # its own loop and scores (issue 14)
-        from causalplay.dag.bench import dag_cli
-
-        return dag_cli(env_ids, [a.strip() for a in agents.split(",") if a.strip()], episodes, seeds, out,
-                       notears_episodes)
-    from causalplay.agents import agent_label, split_agent_specs
-
+    fams = {e: family_of(e) for e in env_ids}
     try:
-        agent_names = _merge("--agents", split_agent_specs(agents))  # commas inside quoted values do not split
-        rows: dict[str, str] = {}
-        for a in agent_names:
-            check_agent_spec(a)
-            label = agent_label(a)
-            if label in rows:
-                raise ValueError(f"agents {rows[label]!r} and {a!r} would share the table row {label!r}; "
-                                 "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
-            rows[label] = a
+        given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
+        per_env = {e: given or split_agent_specs(DEFAULT_AGENTS[fam.name]) for e, fam in fams.items()}
+        rows: dict[tuple, str] = {}
+        for e, fam in fams.items():
+            for a in per_env[e]:
+                check_agent_spec(a, fam.name)
+                label = agent_label(a, fam.name)
+                if (e, label) in rows:
+                    raise ValueError(f"agents {rows[e, label]!r} and {a!r} would share the table row {label!r}; "
+                                     "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
+                rows[e, label] = a
     except (ValueError, FileNotFoundError) as err:
         raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     try:
@@ -181,23 +204,18 @@ def bench(
     except ValueError as err:
         hint = "'--address'" if "address" in str(err) else "'--workers'" if "workers" in str(err) else None
         raise typer.BadParameter(str(err), param_hint=hint or "'--executor'") from None
-    horizons = {}
-    for e in env_ids:
-        try:
-            horizons[e] = check_env(e)
-        except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint="'--env'") from None
     from causalplay.envs.pixels import PIXEL_IDS
 
-    for a in agent_names:  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
-        for e in env_ids:
-            try:
-                check_pairing(e, a, e in PIXEL_IDS)
-            except ValueError as err:
-                raise typer.BadParameter(str(err), param_hint="'--agents'") from None
+    for e, fam in fams.items():  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
+        for a in per_env[e]:
+            if fam.name == "blicket":
+                try:
+                    check_pairing(e, a, e in PIXEL_IDS)
+                except ValueError as err:
+                    raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     t0 = time.perf_counter()
     try:
-        df = run_benchmark(env_ids, agent_names, episodes, range(seeds), out, shard_size=shard_size,
+        df = run_benchmark(env_ids, per_env, episodes, range(seeds), out, shard_size=shard_size or None,
                            executor=executor, workers=workers or None, address=address or None,
                            episodes_per_agent={"notears": notears_episodes, "notears-exact": notears_episodes})
     except RunLocked as err:
@@ -207,40 +225,36 @@ def bench(
               "again to resume", file=sys.stderr)
         raise typer.Exit(130) from None
     wall = time.perf_counter() - t0
-    rows = summarise(df, horizons)
-    write_results(rows, out)
-    tab = table(rows)
-    atomic_write(Path(out, "table.csv"), tab.to_csv(index=False).encode())
-    plot_success(df, horizons, out)
-    plot_rewards(df, out)
-    console = Console()
-    for e, g in tab.groupby("env", sort=False):
-        t = Table(title=f"{e} ({seeds} seed(s); mean ± 95% CI over seeds)")
-        for col in ("agent", "episodes", "context Acc %", "context R", "episode Acc %", "episode R", "AUCCESS %"):
-            t.add_column(col, justify="right", no_wrap=col == "agent")
-        for _, r in g.iterrows():
-            t.add_row(r["agent"], str(r["episodes"]),
-                      *(f"{r[c]:.2f} ± {r[c + '_ci']:.2f}" for c in ("context_acc", "context_reward", "episode_acc",
-                                                                     "episode_reward", "auccess")))
-        console.print(t)
-    if "parse_failure_rate" in tab:  # language-model agents: answers that did not parse, tokens per episode
-        for _, r in tab.dropna(subset=["parse_failure_rate"]).iterrows():
-            console.print(f"{r['env']} {r['agent']}: parse failures {100 * r['parse_failure_rate']:.2f}% of "
-                          f"answers; tokens per episode {r['prompt_tokens_per_episode']:.0f} prompt + "
-                          f"{r['completion_tokens_per_episode']:.0f} completion")
+    results = summarise(df)
+    write_results(results, out)
+    console = Console(width=10_000 if wide else None)
+    tables = []
+    for fam in dict.fromkeys(fams.values()):
+        g = df[df["env"].map(lambda e, f=fam: fams[e] is f)]
+        tab = fam.table(summarise(g))
+        tables.append(tab)
+        fam.plots(g, out)
+        ci = "over seeds" if fam.name == "blicket" and seeds > 1 else "over episodes"
+        _print_tables(tab, fam, console, f" (mean ± 95% CI {ci}; {seeds} seed(s))")
+    atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
+    blicket = df[df["env"].map(lambda e: fams[e].name == "blicket")]
+    if "parse_failure_rate" in pd.DataFrame(results):  # language-model agents: unparsed answers, tokens
+        for r in results:
+            if r.get("parse_failure_rate") == r.get("parse_failure_rate") and "parse_failure_rate" in r:
+                console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
+                              f"{100 * r['parse_failure_rate']:.2f}% of answers; tokens per episode "
+                              f"{r['prompt_tokens_per_episode']:.0f} prompt + {r['completion_tokens_per_episode']:.0f}"
+                              " completion")
     if show_dialogue > 0:
         from causalplay.bench.dialogues import print_dialogues
 
-        print_dialogues(Path(out), df, show_dialogue, console)
-    pair = split_agent_specs(compare)
-    if len(pair) == 2 and all(p in agent_names for p in pair) and seeds > 1:
-        import pandas as pd
-
-        res = pd.DataFrame(rows)
-        for e in env_ids:
-            x = res[(res.env == e) & (res.agent == pair[0])].sort_values("seed")["episode_reward"]
-            y = res[(res.env == e) & (res.agent == pair[1])].sort_values("seed")["episode_reward"]
-            if len(x) == len(y) and len(x) > 0:
-                stat, p = wilcoxon(x.to_numpy(), y.to_numpy())
-                console.print(f"{e}: Wilcoxon {pair[0]} vs {pair[1]} on episode R over seeds: W={stat:g}, p={p:.4g}")
+        print_dialogues(Path(out), blicket, show_dialogue, console)
+    pair = [agent_label(a) for a in split_agent_specs(compare)] if len(blicket) else []
+    if len(pair) == 2 and all(p in set(blicket["agent"]) for p in pair):
+        for e, g in blicket.groupby("env", sort=False):  # every agent met the same episodes: a paired comparison
+            x, y = (g[g["agent"] == p].sort_values(["seed", "episode"])["episode_reward"].to_numpy() for p in pair)
+            if len(x) == len(y) and len(x) > 1:
+                m, h = mean_ci((x - y).tolist())
+                console.print(f"{e}: episode R of {pair[0]} minus {pair[1]} on the same {len(x)} episodes: "
+                              f"{m:+.3f} ± {h:.3f} (95% CI)")
     console.print(f"wall time {wall:.1f} s; results in {out}/results.json, episodes.csv, table.csv, *.png")

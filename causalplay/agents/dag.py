@@ -1,10 +1,9 @@
 """Agents for the causal-DAG task (batched: ``B`` episodes in lock-step; actions ``[B]`` long in ``[0, 2n)``).
 
-Protocol::
-
-    agent.reset(task, obs, oracle=None)   # task: DAGTaskInfo; oracle: the CausalDAGBatch (expert only)
-    for t in range(task.horizon):
-        obs, reward, terminated, truncated = env.step(agent.act(obs, ~env.done))
+Ordinary agents (:class:`causalplay.agents.base.Agent`), played by :func:`causalplay.bench.play.play`; they read the
+observation through the task's layout (``TaskInfo.obs_layout``) and the task's constants from ``TaskInfo.config``
+(a :class:`causalplay.envs.causal_dag.DAGConfig`). Only ``expert`` sets ``uses_oracle`` and is handed the task.
+Build them with ``make_agent(spec, family="dag")``.
 
 =================  ===============================================================================  =======
 name               exploration / goal phase                                                         knows
@@ -33,79 +32,64 @@ from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
-from causalplay.envs.causal_dag import GOAL_ROLE
+from causalplay.core.dag import GOAL_ROLE
 
-__all__ = ["DAGTaskInfo", "DAGAgent", "DAG_AGENTS", "make_dag_agent"]
+from .base import Agent, TaskInfo
 
-
-@dataclass(frozen=True)
-class DAGTaskInfo:
-    """What the task's instructions tell a player: ``n`` variables, ``n_explore`` exploration steps,
-    ``linear`` (whether the nonlinearity is off), ``adaptive``, ``intervention_value`` (4)."""
-
-    n: int
-    n_explore: int
-    linear: bool
-    adaptive: bool
-    intervention_value: float = 4.0
-
-    @classmethod
-    def from_env(cls, env) -> DAGTaskInfo:
-        c = env.config
-        return cls(c.n_variables, c.n_explore, c.linear, c.adaptive, c.intervention_value)
+__all__ = ["DAGAgent", "DAG_AGENTS", "GRUPolicy", "load_policy"]
 
 
-class DAGAgent:
-    """Base class: keeps the samples seen (``x [B, R, n]``, ``do [B, R]``, ``val [B, R]``) from observations."""
+class DAGAgent(Agent):
+    """Base class: keeps the samples seen (``x [B, R, n]``, ``do [B, R]``, ``val [B, R]``) from observations.
+    Actions are ``[B]`` long in ``[0, 2n)``."""
 
     name = "dag-agent"
 
-    def __init__(self, seed: int = 0):
-        self.seed = seed
-        self.gen = torch.Generator().manual_seed(int(seed))
-
-    def reset(self, task: DAGTaskInfo, obs: torch.Tensor, oracle=None) -> None:
-        self.task, self.oracle = task, oracle
-        self.B, n = obs.shape[0], task.n
-        self.t = 0
-        self.x = torch.zeros(self.B, 0, n, dtype=torch.float64)
-        self.do = torch.zeros(self.B, 0, dtype=torch.long)
-        self.val = torch.zeros(self.B, 0, dtype=torch.float64)
-        self.is_outcome = torch.zeros(self.B, 0, dtype=torch.bool)
-        self.prev = torch.zeros(self.B, 0, n, dtype=torch.float64)  # initial values behind each outcome row
-        self.relevant = obs[:, 5 * n:6 * n] > 0.5 if task.adaptive else torch.ones(self.B, n, dtype=torch.bool)
-        start = torch.randint(0, n, (self.B,), generator=self.gen)
-        self._cycle_start = start
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        super().reset(task, obs)
+        c = task.config
+        self.n, self.n_explore, self.linear, self.adaptive = task.n_objects, c.n_explore, c.linear, c.adaptive
+        self.value = c.intervention_value
+        B, n = self.B, self.n
+        self.x = torch.zeros(B, 0, n, dtype=torch.float64)
+        self.do = torch.zeros(B, 0, dtype=torch.long)
+        self.val = torch.zeros(B, 0, dtype=torch.float64)
+        self.is_outcome = torch.zeros(B, 0, dtype=torch.bool)
+        self.prev = torch.zeros(B, 0, n, dtype=torch.float64)  # initial values behind each outcome row
+        lay = task.obs_layout
+        self.relevant = lay.get(obs, "relevant") > 0.5 if self.adaptive else torch.ones(B, n, dtype=torch.bool)
+        self._cycle_start = torch.randint(0, n, (B,), generator=self.gen)
         self._observe(obs, first=True)
 
     def _observe(self, obs: torch.Tensor, first: bool = False) -> None:
-        n = self.task.n
-        sl = lambda k: obs[:, k * n:(k + 1) * n].to(torch.float64)  # noqa: E731
+        n, lay = self.n, self.task.obs_layout
+        sl = lambda name: lay.get(obs, name).to(torch.float64)  # noqa: E731
         if not first:
-            interv = sl(1)
+            interv = sl("prev_intervention")
             var = interv.abs().argmax(1)
-            self.x = torch.cat([self.x, sl(2)[:, None]], 1)
+            self.x = torch.cat([self.x, sl("outcome")[:, None]], 1)
             self.do = torch.cat([self.do, var[:, None]], 1)
             self.val = torch.cat([self.val, interv.gather(1, var[:, None])], 1)
             self.is_outcome = torch.cat([self.is_outcome, torch.ones(self.B, 1, dtype=torch.bool)], 1)
-            self.prev = torch.cat([self.prev, sl(0)[:, None]], 1)
+            self.prev = torch.cat([self.prev, sl("prev_values")[:, None]], 1)
         if True:  # the initial values of the next experiment: an observational sample
-            self.x = torch.cat([self.x, sl(3)[:, None]], 1)
+            self.x = torch.cat([self.x, sl("next_values")[:, None]], 1)
             self.do = torch.cat([self.do, torch.full((self.B, 1), -1)], 1)
             self.val = torch.cat([self.val, torch.zeros(self.B, 1, dtype=torch.float64)], 1)
             self.is_outcome = torch.cat([self.is_outcome, torch.zeros(self.B, 1, dtype=torch.bool)], 1)
             self.prev = torch.cat([self.prev, torch.zeros(self.B, 1, n, dtype=torch.float64)], 1)
-        self.goal = obs[:, 4 * n:5 * n].argmax(1)
+        self.goal = sl("goal").argmax(1)
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if self.t > 0:
             self._observe(obs)
-        if self.t < self.task.n_explore:
+        if self.t < self.n_explore:
             a = self.explore()
         else:
             a = self.exploit()
@@ -116,7 +100,7 @@ class DAGAgent:
     def explore(self) -> torch.Tensor:
         """The expert's exploration: the ``t``-th relevant variable in cyclic order from a random start, with a
         random sign."""
-        n = self.task.n
+        n = self.n
         rel = self.relevant
         k = rel.sum(1)
         order = torch.argsort((~rel).long() * n + (torch.arange(n) - self._cycle_start[:, None]) % n, 1)
@@ -129,21 +113,23 @@ class DAGAgent:
 
     def _candidates(self) -> torch.Tensor:
         """``[B, n]`` bool: relevant variables other than the goal."""
-        return self.relevant & (torch.arange(self.task.n) != self.goal[:, None])
+        return self.relevant & (torch.arange(self.n) != self.goal[:, None])
 
     def _intervention(self, var: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
-        return var + self.task.n * positive.long()
+        return var + self.n * positive.long()
 
 
 class ExpertAgent(DAGAgent):
     """Explores cyclically; exploits with the true SCM (the environment's ``optimal_action``). Needs ``oracle``."""
 
     name = "expert"
+    uses_oracle = True
 
-    def reset(self, task, obs, oracle=None) -> None:
-        if oracle is None or not hasattr(oracle, "optimal_action"):
-            raise ValueError("the expert needs the environment (oracle=CausalDAGBatch) to know the true SCM")
-        super().reset(task, obs, oracle)
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        if not hasattr(getattr(self, "oracle", None), "optimal_action"):
+            raise ValueError("the expert needs the environment (agent.oracle = the CausalDAGBatch, which "
+                             "causalplay.bench.play.play sets) to know the true SCM")
+        super().reset(task, obs)
 
     def exploit(self) -> torch.Tensor:
         return self.oracle.optimal_action.clone()
@@ -156,7 +142,7 @@ class RandomAgent(DAGAgent):
     name = "random"
 
     def explore(self) -> torch.Tensor:
-        return torch.randint(0, 2 * self.task.n, (self.B,), generator=self.gen)
+        return torch.randint(0, 2 * self.n, (self.B,), generator=self.gen)
 
     def exploit(self) -> torch.Tensor:
         w = self._candidates().double().repeat(1, 2)
@@ -270,18 +256,18 @@ class BayesAgent(DAGAgent):
             raise ValueError(f"target must be 'structure' or 'action', got {target!r}")
         self.target, self.n_outer, self.top_k, self.n_samples, self.chunk = target, n_outer, top_k, n_samples, chunk
 
-    def reset(self, task, obs, oracle=None) -> None:
-        from .posterior import NIGPrior
-        from .structures import enumerate_structures
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        from causalplay.core.dag import enumerate_structures
+        from causalplay.core.dag_posterior import NIGPrior
 
-        super().reset(task, obs, oracle)
+        super().reset(task, obs)
         self.space = enumerate_structures(5)
         self.prior = NIGPrior()
         # the model's 5 variables: the relevant ones, in index order
-        self.vars = torch.argsort((~self.relevant).long() * task.n + torch.arange(task.n), 1)[:, :5]
+        self.vars = torch.argsort((~self.relevant).long() * self.n + torch.arange(self.n), 1)[:, :5]
 
     def _local_data(self):
-        from .posterior import Data
+        from causalplay.core.dag_posterior import Data
 
         x = self.x.gather(2, self.vars[:, None, :].expand(-1, self.x.shape[1], -1))
         pos = (self.vars[:, None, :] == self.do[..., None])  # [B, R, 5]
@@ -291,37 +277,37 @@ class BayesAgent(DAGAgent):
 
     def _to_env(self, a5: torch.Tensor) -> torch.Tensor:
         var = self.vars.gather(1, (a5 % 5)[:, None])[:, 0]
-        return var + self.task.n * (a5 >= 5).long()
+        return var + self.n * (a5 >= 5).long()
 
     def _goal5(self) -> torch.Tensor:
-        if self.t >= self.task.n_explore:
+        if self.t >= self.n_explore:
             return (self.vars == self.goal[:, None]).long().argmax(1)
         return torch.full((self.B,), GOAL_ROLE, dtype=torch.long)
 
     def explore(self) -> torch.Tensor:
-        from .posterior import Data, eig
+        from causalplay.core.dag_posterior import Data, eig
 
         data, goal = self._local_data(), self._goal5()
         out = torch.empty(self.B, 10, dtype=torch.float64)
         for s in range(0, self.B, self.chunk):
             sl = slice(s, s + self.chunk)
             d = Data(data.x[sl], data.do[sl], data.mask[sl])
-            out[sl] = eig(d, self.space, self.prior, self.task.linear, self.target, goal[sl], self.n_outer,
-                          self.top_k, self.gen, self.task.intervention_value)
+            out[sl] = eig(d, self.space, self.prior, self.linear, self.target, goal[sl], self.n_outer,
+                          self.top_k, self.gen, self.value)
         out = out + 1e-9 * torch.rand(out.shape, generator=self.gen, dtype=torch.float64)  # random tie-break
         self.last_eig = out
         return self._to_env(out.argmax(1))
 
     def exploit(self) -> torch.Tensor:
-        from .posterior import Data, expected_goal
+        from causalplay.core.dag_posterior import Data, expected_goal
 
         data, goal = self._local_data(), self._goal5()
         out = torch.empty(self.B, 10, dtype=torch.float64)
         for s in range(0, self.B, self.chunk):
             sl = slice(s, s + self.chunk)
             d = Data(data.x[sl], data.do[sl], data.mask[sl])
-            out[sl] = expected_goal(d, self.space, goal[sl], self.task.intervention_value, self.prior,
-                                    self.task.linear, self.n_samples, self.gen)
+            out[sl] = expected_goal(d, self.space, goal[sl], self.value, self.prior,
+                                    self.linear, self.n_samples, self.gen)
         self.last_value = out
         return self._to_env(out.argmax(1))
 
@@ -341,9 +327,9 @@ class NotearsAgent(DAGAgent):
     def exploit(self) -> torch.Tensor:
         from dagma.linear import DagmaLinear  # optional dependency: `pip install causalplay[notears]`
 
-        from causalplay.envs.causal_dag import simulate
+        from causalplay.core.dag import simulate
 
-        n, v = self.task.n, self.task.intervention_value
+        n, v = self.n, self.value
         out = torch.empty(self.B, dtype=torch.long)
         for b in range(self.B):  # one DAGMA fit per episode (not batched: DAGMA fits one data set)
             rel = torch.nonzero(self.relevant[b]).flatten()
@@ -365,20 +351,46 @@ class NotearsAgent(DAGAgent):
         return out
 
 
+class GRUPolicy(nn.Module):
+    """``obs [B, T, d] -> logits [B, T, 2n]`` (a one-layer GRU with a linear read-in and read-out)."""
+
+    def __init__(self, obs_size: int, n_actions: int, hidden: int = 128):
+        super().__init__()
+        self.obs_size, self.n_actions, self.hidden = obs_size, n_actions, hidden
+        self.inp = nn.Sequential(nn.Linear(obs_size, hidden), nn.ReLU())
+        self.gru = nn.GRU(hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, n_actions)
+
+    def forward(self, obs: torch.Tensor, h: torch.Tensor | None = None):
+        y, h = self.gru(self.inp(obs), h)
+        return self.out(y), h
+
+
+def load_policy(path: str | Path) -> GRUPolicy:
+    """Load a policy written by :func:`train_bc`."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no behaviour-cloning checkpoint at {str(p)!r}; train one with "
+                                "causalplay.rl.bc.train_bc (or analyses/causal_dag_table.py)")
+    ck = torch.load(p, map_location="cpu", weights_only=True)
+    pol = GRUPolicy(ck["obs_size"], ck["n_actions"], ck["hidden"])
+    pol.load_state_dict(ck["state_dict"])
+    pol.eval()
+    return pol
+
+
 class BCAgent(DAGAgent):
     """The passive learner: a GRU policy trained offline by behaviour cloning on ``expert`` trajectories
-    (:mod:`causalplay.dag.passive`), loaded from ``path`` (a checkpoint written by ``train_bc``). Greedy."""
+    (:mod:`causalplay.rl.bc` trains it), loaded from ``path`` (a checkpoint written by ``train_bc``). Greedy."""
 
     name = "bc"
 
     def __init__(self, seed: int = 0, path: str = "runs/dag_bc/policy.pt"):
         super().__init__(seed)
-        from .passive import load_policy
-
         self.policy = load_policy(path)
 
-    def reset(self, task, obs, oracle=None) -> None:
-        super().reset(task, obs, oracle)
+    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        super().reset(task, obs)
         self.h = None
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
@@ -391,22 +403,3 @@ class BCAgent(DAGAgent):
 DAG_AGENTS: dict[str, type[DAGAgent]] = {c.name: c for c in (ExpertAgent, RandomAgent, ValueAgent, ChangeAgent,
                                                              TotalCorrAgent, PartialCorrAgent, BayesAgent,
                                                              NotearsAgent, BCAgent)}
-
-
-def make_dag_agent(spec: str, seed: int = 0) -> DAGAgent:
-    """Build a DAG agent from a spec ``name:key=value`` (e.g. ``bayes:target='action'``)."""
-    import ast
-
-    name, *opts = spec.split(":")
-    if name not in DAG_AGENTS:
-        raise ValueError(f"unknown DAG agent {name!r}; expected one of {list(DAG_AGENTS)}")
-    kw = {}
-    for o in opts:
-        k, sep, v = o.partition("=")
-        if not sep or not k.isidentifier():
-            raise ValueError(f"agent option {o!r} in {spec!r} must look like key=value")
-        try:
-            kw[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            kw[k] = v  # a bare string, e.g. a path
-    return DAG_AGENTS[name](seed=seed, **kw)
