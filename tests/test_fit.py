@@ -1,6 +1,7 @@
 """Fitting: the NUTS density equals the Pyro model's, fits return well-formed ArviZ data, score, compare
 (LOO warnings surface, WAIC and paired held-out SEs are reported), options and bad data are rejected clearly."""
 
+import io
 import math
 import subprocess
 import sys
@@ -194,7 +195,7 @@ def test_compare_surfaces_loo_warnings_waic_and_paired_se(split, fits):
         assert col in table.columns, col
     assert (table["pareto_k_bad"] > 0).any()
     # The paired SE is computed from per-participant differences, by hand here.
-    sc = table.attrs["scores"]
+    sc = table.scores
     d = sc["random"].per_participant - sc["eig_sweep"].per_participant
     best = table.index[0]
     other = table.index[1]
@@ -210,17 +211,18 @@ def test_compare_surfaces_loo_warnings_waic_and_paired_se(split, fits):
 
 
 def test_nuts_in_two_processes_and_loud_warnings(split, monkeypatch):
-    import causalplay.fitting.inference as inference
+    import causalplay.core.pyro as driver
 
     data, _ = split
-    waited = []  # the chains are waited on through the polling helper, so Ctrl-C stops a long fit promptly
-    plain_wait = inference.wait_result
-    monkeypatch.setattr(inference, "wait_result", lambda f: waited.append(f) or plain_wait(f))
+    waited = []  # the chains are waited on with a timeout (polling), so Ctrl-C stops a long fit promptly
+    plain_wait = driver.wait_futures
+    monkeypatch.setattr(driver, "wait_futures", lambda fs, timeout, **kw: waited.append((len(fs), timeout))
+                        or plain_wait(fs, timeout=timeout, **kw))
     with pytest.warns(ConvergenceWarning, match="bulk ESS"):
         f = causalplay.fit(data.subset(data.ids[:4]), model="random",
                            nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=2))
     assert f.idata.posterior.sizes["chain"] == 2 and f.idata.posterior.sizes["draw"] == 10
-    assert len(waited) == 2
+    assert waited and set(waited) == {(2, driver.POLL_SECONDS)}
     assert f.idata.sample_stats["diverging"].dtype == bool
     # Chains start apart (jittered), so they are not copies of each other.
     assert not np.allclose(f.raw["rho_raw"][0], f.raw["rho_raw"][1])
@@ -475,7 +477,7 @@ def test_compare_table_by_hand_from_arviz(split, fits):
         assert ht.loc[m, "heldout_judgement"] == pytest.approx(jn["joint"])
         assert ht.loc[m, "heldout_judgement_blickets"] == pytest.approx(jn["blickets"])
         assert ht.loc[m, "heldout_judgement_rule"] == pytest.approx(jn["rule"])
-    assert ht.attrs["scores"].keys() == fits.keys()
+    assert ht.scores.keys() == fits.keys()
     with pytest.raises(TypeError, match=r"^fits must be a non-empty dict name -> Fit$"):
         compare({})
     with pytest.raises(TypeError, match=r"^fits\['b'\] is not a causalplay Fit$"):
@@ -543,7 +545,41 @@ def test_compare_held_out_defaults_are_the_score_defaults(split, fits):
     for m, f in fits.items():
         want = f.score(held, n_draws=400, n_new=5, seed=0)
         assert table.loc[m, "heldout_nats_per_choice"] == want.nats_per_choice  # the same draws: exactly equal
-        pd.testing.assert_series_equal(table.attrs["scores"][m].per_participant, want.per_participant)
+        pd.testing.assert_series_equal(table.scores[m].per_participant, want.per_participant)
+
+
+def test_compare_table_prints_rounds_exports_and_plots(split, fits):
+    """The comparison prints at pandas' default width and at 200, after .round(3), concatenated and as CSV (held
+    Score objects in DataFrame.attrs made all of these raise 'The truth value of a Series is ambiguous'); the
+    printout holds the key columns and a verdict whose numbers are the table's own."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _, held = split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = compare(fits, held, n_draws=30, n_new=2)
+    second = table.index[1]
+    d, se = table.loc[second, "heldout_diff"], table.loc[second, "heldout_diff_se"]
+    for width in (80, 200):
+        with pd.option_context("display.width", width):
+            for shown in (str(table), repr(table.round(3)), str(pd.concat([table, table]))):
+                lines = shown.splitlines()
+                assert lines[0].split()[:2] == ["held-out", "vs"] and "elpd_loo" in lines[0] and "k bad" in lines[0]
+                assert all(len(line) <= 80 for line in lines[:4])  # the table (header, index name, 2 or 4 rows)
+            assert str(table).splitlines()[-1] == repr(table.round(3)).splitlines()[-1] == table.verdict
+    want = f"{second} is {d:.3g} ± {se:.2g} nats/choice behind ({d / se:.1f} paired SEs)"
+    assert (want in table.verdict) == (d / se >= 2) and table.verdict.startswith(table.index[0])
+    assert f"+{d:.4f} ± {se:.4f}" in str(table)
+    back = pd.read_csv(io.StringIO(table.round(3).to_csv()), index_col="model")
+    assert list(back.columns) == list(table.columns)
+    np.testing.assert_allclose(back["heldout_nats_per_choice"], table["heldout_nats_per_choice"], atol=5e-4)
+    ax = table.plot()
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(table.index)
+    assert "nats/choice" in repr(table.round(3)) or "nats per choice" in ax.get_xlabel()
+    loo_only = compare(fits)
+    assert "PSIS-LOO" in str(loo_only).splitlines()[-1] and "held-out" not in str(loo_only).splitlines()[0]
+    loo_only.plot()
 
 
 def test_heldout_score_defaults_are_fit_scores(split, fits):

@@ -8,8 +8,8 @@ from causalplay.models.blicket_objects import blicket_objects_model
 from causalplay.models.sigmoid import SigmoidPrior
 
 import causalplay
-from causalplay.learners.api import make_spec
 from causalplay.core.history import History, HistoryBatch
+from causalplay.learners.api import make_spec
 from causalplay.learners.svi import SVIOptions, svi_fit
 
 
@@ -49,7 +49,7 @@ def test_svi_close_to_exact():
     exact = causalplay.infer_batch(hs, 8, blicket_prior=0.3, noise=0.05)
     spec = make_spec(8, ("disjunctive", "conjunctive"), blicket_prior=0.3, noise=0.05)
     res = svi_fit(HistoryBatch.from_histories(hs, 8, dtype=torch.float32), spec=spec,
-                  options=SVIOptions(num_steps=400, num_particles=64, seed=0))
+                  options=SVIOptions(steps=400, particles=64, seed=0))
     err = np.abs(res.blicket_probs - exact.blicket_probs)
     assert err.mean() <= 0.06 and err.max() <= 0.25, err
     assert np.abs(res.rule_probs - exact.rule_probs).max() <= 0.25
@@ -59,21 +59,27 @@ def test_svi_sigmoid_learns_bias():
     """Pairs light the machine, singles do not: the sigmoid's bias must move above its prior mean (1.0)."""
     pairs = [([0], False), ([1], False), ([0, 1], True), ([2], False), ([0, 2], True), ([1, 2], True)] * 2
     hb = HistoryBatch.from_histories([History.from_pairs(pairs, 4)], 4, dtype=torch.float32)
-    res = svi_fit(hb, sigmoid_prior=SigmoidPrior(), options=SVIOptions(num_steps=300, num_particles=32, lr=0.1, seed=0))
+    res = svi_fit(hb, sigmoid_prior=SigmoidPrior(), options=SVIOptions(steps=300, particles=32, lr=0.1, seed=0))
     assert res.continuous_mean("bias")[0] > 1.2
     assert res.blicket_probs[0, :3].min() > 0.7 and res.blicket_probs[0, 3] < 0.5
 
 
 def test_infer_svi_method_and_errors():
-    b = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
-                         svi_options=dict(num_steps=400, num_particles=32, lr=0.1))
+    # the deprecated option names keep working, with a DeprecationWarning
+    with pytest.warns(DeprecationWarning, match=r"SVIOptions\(num_steps=..., num_particles=...\) is deprecated; "
+                      r"use steps=..., particles=...$"):
+        b = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
+                             svi_options=dict(num_steps=400, num_particles=32, lr=0.1))
+    new = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
+                           svi_options=dict(steps=400, particles=32, lr=0.1))
+    np.testing.assert_array_equal(new.blicket_prob, b.blicket_prob)  # the same options under either name
     assert b.blicket_prob[0] > 0.9
     assert set(b.rule_prob) == {"disjunctive"} and b.to_frame().shape == (4, 3)
     assert b.eig([[1], [2]]).shape == (2,)
     with pytest.raises(TypeError, match="unknown SVI option"):
-        causalplay.infer([([0], True)], 3, method="svi", svi_options=dict(steps=3))
+        causalplay.infer([([0], True)], 3, method="svi", svi_options=dict(stepz=3))
     with pytest.raises(ValueError, match="independent blicket prior"):
-        causalplay.infer([([0], True)], 3, method="svi", n_blickets=1, svi_options=dict(num_steps=1))
+        causalplay.infer([([0], True)], 3, method="svi", n_blickets=1, svi_options=dict(steps=1))
 
 
 def test_svi_fit_leaves_the_callers_param_store_alone():
@@ -82,7 +88,7 @@ def test_svi_fit_leaves_the_callers_param_store_alone():
     pyro.param("callers_own", torch.tensor([1.5, -2.0]))
     hb = HistoryBatch.from_histories([History.from_pairs([([0], True)], 3)], 3, dtype=torch.float32)
     svi_fit(hb, spec=make_spec(3, "disjunctive", blicket_prior=0.5),
-            options=SVIOptions(num_steps=5, num_particles=4, seed=0))
+            options=SVIOptions(steps=5, particles=4, seed=0))
     store = pyro.get_param_store()
     assert set(store.keys()) == {"callers_own"}
     torch.testing.assert_close(store["callers_own"], torch.tensor([1.5, -2.0]))
@@ -97,7 +103,7 @@ def test_svi_noise_prior_learns_noise():
     clean = [([0], True), ([1], False), ([2], False)] * 3
     hb = HistoryBatch.from_histories([History.from_pairs(mixed, 3), History.from_pairs(clean, 3)], 3,
                                      dtype=torch.float32)
-    res = svi_fit(hb, spec=spec, noise_prior=(1.0, 9.0), options=SVIOptions(num_steps=300, num_particles=32,
+    res = svi_fit(hb, spec=spec, noise_prior=(1.0, 9.0), options=SVIOptions(steps=300, particles=32,
                                                                             lr=0.1, seed=0))
     noise = res.continuous_mean("noise")
     assert noise[0] > 0.25 and noise[1] < 0.1, noise

@@ -748,29 +748,35 @@ def _init_z(form: str, B: int, R: int, sp, dtype) -> torch.Tensor:
 
 
 def _nuts(seqs, space, form, alpha, sp, noise, num_samples, warmup_steps):
-    from pyro.infer import MCMC, NUTS
+    from pyro.infer.mcmc.util import diagnostics
+
+    from .pyro import NUTSOptions, run_nuts
 
     f = collapsed_log_density(seqs, space, form, alpha, sp, noise)
     to_params, log_j = _unconstrain(form)
     R = 0 if alpha is None else alpha.shape[0]
 
-    def potential(q):
-        z = q["z"]
-        return -(f(to_params(z)) + log_j(z)).sum()
+    def setup(chain):
+        def potential(q):
+            z = q["z"]
+            return -(f(to_params(z)) + log_j(z)).sum()
 
-    kernel = NUTS(potential_fn=potential, target_accept_prob=0.8)
-    mcmc = MCMC(kernel, num_samples=num_samples, warmup_steps=warmup_steps, num_chains=1, disable_progbar=True,
-                initial_params={"z": _init_z(form, seqs.batch_size, R, sp, space.dtype)})
-    mcmc.run()
-    z = mcmc.get_samples()["z"]  # [n, B, d]
-    diag = mcmc.diagnostics()["z"]
-    info = {"warmup_steps": warmup_steps, "num_samples": num_samples, "n_eff": diag["n_eff"].cpu().numpy().tolist()}
-    return _as_samples(form, z), info
+        return potential, {"z": _init_z(form, seqs.batch_size, R, sp, space.dtype)}
+
+    # one chain in this process, Pyro's default tree depth, seeded by the caller
+    opts = NUTSOptions(chains=1, warmup=warmup_steps, draws=num_samples, target_accept=0.8, max_tree_depth=10,
+                       workers=1, threads=None, progress=False)
+    z = run_nuts(setup, opts, seed=None).samples["z"]  # [1, n, B, d]
+    info = {"warmup_steps": warmup_steps, "num_samples": num_samples,
+            "n_eff": diagnostics({"z": z})["z"]["n_eff"].cpu().numpy().tolist()}
+    return _as_samples(form, z[0]), info
 
 
 def _svi(seqs, space, form, alpha, sp, noise, num_samples, steps, lr, particles: int = 16):
     """SVI with a full-covariance Gaussian guide on the unconstrained scale, reparameterised gradients of the ELBO
     of the collapsed density (the same target as NUTS); ``particles`` draws per step."""
+    from .pyro import SVIOptions, adam_step, run_svi
+
     f = collapsed_log_density(seqs, space, form, alpha, sp, noise)
     to_params, log_j = _unconstrain(form)
     R = 0 if alpha is None else alpha.shape[0]
@@ -779,29 +785,20 @@ def _svi(seqs, space, form, alpha, sp, noise, num_samples, steps, lr, particles:
     loc = z0.clone().requires_grad_(True)
     raw_scale = torch.full((B, d), -1.0, dtype=space.dtype, requires_grad=True)  # log of the diagonal
     off = torch.zeros(B, d, d, dtype=space.dtype, requires_grad=True)
-    opt = torch.optim.Adam([loc, raw_scale, off], lr=lr)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, 0.1 ** (1 / steps))
     tril = torch.tril(torch.ones(d, d, dtype=torch.bool), -1)
     gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, ()).item()))
 
     def scale_tril():
         return torch.diag_embed(raw_scale.exp()) + off * tril
 
-    losses = []
-    for _ in range(steps):
+    def loss_fn():
         eps = torch.randn(particles, B, d, dtype=space.dtype, generator=gen)
-        L = scale_tril()
-        z = loc + torch.einsum("bij,pbj->pbi", L, eps)
+        z = loc + torch.einsum("bij,pbj->pbi", scale_tril(), eps)
         entropy = raw_scale.sum(-1)  # log |det L| per sequence (constants dropped)
-        loss = -((f(to_params(z)) + log_j(z)).mean(0) + entropy).sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        v = float(loss.detach())
-        if not math.isfinite(v):
-            raise FloatingPointError(f"SVI loss became {v} at step {len(losses)}; lr={lr:g} may be too large")
-        losses.append(v)
+        return -((f(to_params(z)) + log_j(z)).mean(0) + entropy).sum()
+
+    opts = SVIOptions(steps=steps, lr=lr, particles=particles, draws=num_samples, progress=False)
+    losses = run_svi(adam_step([loc, raw_scale, off], loss_fn, opts), opts, desc="SVI (overhypothesis)")
     with torch.no_grad():
         eps = torch.randn(num_samples, B, d, dtype=space.dtype, generator=gen)
         z = loc + torch.einsum("bij,pbj->pbi", scale_tril(), eps)

@@ -13,15 +13,15 @@ One module per concept:
 
 * :mod:`.parameterisation` -- the :class:`Parameterisation` (shared / hierarchical non-centred / flat) of a model's
   parameters: sites, priors, log density, constrained values, new participants;
-* :mod:`.options` -- :class:`NUTSOptions`, :class:`SVIOptions`;
+* :class:`NUTSOptions`, :class:`SVIOptions` -- the settings of :mod:`causalplay.core.pyro`, the one Pyro driver;
 * :mod:`.inference` -- :func:`fit` and the :class:`Fit` it returns (diagnostics, summaries);
 * :mod:`.scoring` -- held-out scores (choices and judgements), LOO/WAIC with Pareto-k, paired comparisons;
 * :mod:`.simulation` -- simulated participants, driving the Nexiom batch task;
 * :mod:`.convert` -- ArviZ InferenceData with named dims.
 """
 
+from ..core.pyro import NUTSOptions, SVIOptions
 from .inference import ConvergenceWarning, Fit, fit, load_fit
-from .options import NUTSOptions, SVIOptions
 from .parameterisation import Parameterisation
 from .scoring import Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
 from .simulation import simulate, simulate_fit

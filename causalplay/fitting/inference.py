@@ -6,9 +6,8 @@ import math
 import os
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from multiprocessing import get_all_start_methods, get_context
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,9 +16,8 @@ import pyro
 import torch
 
 from ..core import _validate as V
-from ..core._futures import wait_result
+from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
-from .options import NUTSOptions, SVIOptions
 from .parameterisation import Parameterisation
 
 if TYPE_CHECKING:
@@ -57,14 +55,10 @@ def log_density(feats: Features, par: Parameterisation, judgements: bool, q: dic
     return lp + _data_log_lik(feats, par.model, par.theta(raw), judgements)
 
 
-# ---- NUTS chains (one per process where cores allow) -------------------------------------------------------
-def _run_chain(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
-               chain: int) -> dict:
-    from pyro.infer import MCMC, NUTS
-
-    c0 = time.process_time()
-    if opts.threads is not None:
-        torch.set_num_threads(opts.threads)
+# ---- NUTS and SVI through the one driver (causalplay.core.pyro) ------------------------------------------------
+def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
+                 chain: int):
+    """Chain ``chain``'s potential and start (run in the chain's process: the density is traced there)."""
     gen = torch.Generator().manual_seed(seed + 7919 * chain)
     q0 = par.init(opts.init_jitter if opts.chains > 1 else 0.0, gen)
     keys, joint = _traced_density(feats, par, judgements, q0, opts.jit)
@@ -72,35 +66,16 @@ def _run_chain(feats: Features, par: Parameterisation, judgements: bool, opts: N
     def potential(q):
         return -joint(*(q[k] for k in keys))
 
-    pyro.set_rng_seed(seed + 1000 * chain)
-    kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept, max_tree_depth=opts.max_tree_depth,
-                  full_mass=opts.dense_mass)
-    mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
-                disable_progbar=not opts.progress)
-    mcmc.run()
-    smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
-    for k in [k for k in smp if k.endswith("_logsigma")]:
-        smp[k[: -len("_logsigma")] + "_sigma"] = smp.pop(k).exp()
-    div = np.zeros(opts.draws, dtype=bool)
-    idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
-    div[np.asarray(idx, dtype=int)] = True
-    step = float(kernel.step_size) if hasattr(kernel, "step_size") else float("nan")
-    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step}
+    return potential, q0
 
 
 def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int):
-    workers = opts.n_workers()
-    if workers > 1:
-        # fork: worker processes need no re-import of the caller's script (spawn would, and breaks unguarded
-        # scripts); each worker sets its own torch threads before any tensor work.
-        method = "fork" if "fork" in get_all_start_methods() else "spawn"
-        with ProcessPoolExecutor(workers, mp_context=get_context(method)) as ex:
-            futs = [ex.submit(_run_chain, feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
-            out = [wait_result(f) for f in futs]  # polls: Ctrl-C stops the wait promptly
-    else:
-        out = [_run_chain(feats, par, judgements, opts, seed, c) for c in range(opts.chains)]
-    raw = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}
-    return raw, np.stack([o["diverging"] for o in out]), sum(o["cpu"] for o in out), [o["step_size"] for o in out]
+    run = run_nuts(partial(_chain_setup, feats, par, judgements, opts, seed), opts, seed=seed,
+                   desc=f"NUTS {par.model.name}")
+    smp = dict(run.samples)
+    for k in [k for k in smp if k.endswith("_logsigma")]:
+        smp[k[: -len("_logsigma")] + "_sigma"] = smp.pop(k).exp()
+    return smp, run.diverging, run.cpu_seconds if run.in_workers else 0.0, run.step_size
 
 
 def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0: dict, jit: bool):
@@ -136,34 +111,27 @@ def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0
 def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int):
     """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
     JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
-    from tqdm.auto import tqdm
-
     gen = torch.Generator().manual_seed(seed)
     q0 = par.init()
     keys, joint = _traced_density(feats, par, judgements, q0, True)
     loc = [q0[k].clone().requires_grad_(True) for k in keys]
     log_scale = [torch.full_like(q0[k], math.log(opts.init_scale)).requires_grad_(True) for k in keys]
-    optim = torch.optim.Adam(loc + log_scale, lr=opts.lr)
-    sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / opts.steps))
-    losses = []
+
+    def draw():
+        eps = [torch.randn(m.shape, generator=gen, dtype=m.dtype) for m in loc]
+        return joint(*(m + s.exp() * e for m, s, e in zip(loc, log_scale, eps, strict=True)))
+
+    def loss_fn():  # -ELBO up to a constant (Gaussian entropy); one particle: exactly -(joint + entropy)
+        return -(sum(draw() for _ in range(opts.particles)) / opts.particles + sum(s.sum() for s in log_scale))
+
     # Without the profiling executor's optimised plans: they are kept for the life of the process (~40 MB per
     # fit, so a model-recovery worker running hundreds of fits was killed for memory) and bought nothing here
     # (7.9 s vs 8.4 s per 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its chains run
     # in worker processes that exit, and the NUTS numbers in the docs were made with them (a run without them
     # adapts another step size).
     with torch.jit.optimized_execution(False):
-        for _ in tqdm(range(opts.steps), disable=not opts.progress, desc=f"SVI {par.model.name}"):
-            optim.zero_grad()
-            eps = [torch.randn(m.shape, generator=gen, dtype=m.dtype) for m in loc]
-            q = [m + s.exp() * e for m, s, e in zip(loc, log_scale, eps, strict=True)]
-            loss = -(joint(*q) + sum(s.sum() for s in log_scale))  # -ELBO up to a constant (Gaussian entropy)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(loc + log_scale, 10.0)
-            optim.step()
-            sched.step()
-            losses.append(float(loss.detach()))
-    if not np.isfinite(losses[-1]):
-        raise FloatingPointError(f"SVI of {par.model.name!r} ended with a non-finite loss {losses[-1]!r}")
+        losses = run_svi(adam_step(loc + log_scale, loss_fn, opts, clip_norm=10.0), opts,
+                         desc=f"SVI {par.model.name}")
     with torch.no_grad():
         raw = {}
         for k, m, s in zip(keys, loc, log_scale, strict=True):
@@ -368,6 +336,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     if not isinstance(svi, SVIOptions):
         raise TypeError(f"svi must be SVIOptions, got {V.describe(svi)}")
     V.integer(seed, "seed")
+    svi = svi.resolve(steps=1500, particles=1, draws=400, seed=seed)
     cm = get_model(model, judgement)
     learner = learner or LearnerConfig()
     feats = build_features(data, learner)
@@ -380,7 +349,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
             extra["step_size"] = steps
             options = nuts
         else:
-            raw, losses = _svi(feats, par, judgements, svi, seed)
+            raw, losses = _svi(feats, par, judgements, svi, svi.seed)
             diverging, child_cpu = None, 0.0
             extra["elbo_losses"] = losses
             options = svi

@@ -17,11 +17,12 @@ from ..models.choice import build_features
 from .convert import pointwise_log_lik
 
 if TYPE_CHECKING:
+    from ..core.pyro import NUTSOptions, SVIOptions
     from ..data import TrialData
     from .inference import Fit
-    from .options import NUTSOptions, SVIOptions
 
-__all__ = ["Score", "heldout_score", "fit_and_score", "compare", "paired_difference", "ic_table", "PARETO_K_BAD"]
+__all__ = ["Score", "Comparison", "heldout_score", "fit_and_score", "compare", "paired_difference", "ic_table",
+           "PARETO_K_BAD"]
 
 PARETO_K_BAD = 0.7  # PSIS-LOO is unreliable for points above this (Vehtari et al. 2017/2024)
 
@@ -194,8 +195,111 @@ def ic_table(fits: dict[str, Fit], var_name: str = "choice") -> tuple[pd.DataFra
     return pd.DataFrame(rows).set_index("model"), pointwise
 
 
+class Comparison(pd.DataFrame):
+    """:func:`compare`'s table: a DataFrame (one row per model, best first, every column) that rounds and exports
+    like any other; it prints the columns to read (:meth:`summary`) and a one-line :attr:`verdict`, and draws
+    itself (:meth:`plot`). ``DataFrame(table)`` or ``table.to_string()`` show every column.
+
+    Attributes
+    ----------
+    verdict : str -- which model predicts best and by how much, in one line
+    scores : dict model -> Score, or None -- the held-out scores behind the held-out columns
+    """
+
+    _metadata = ["verdict", "scores"]
+
+    @property
+    def _constructor(self):
+        return Comparison
+
+    def summary(self) -> pd.DataFrame:
+        """The columns to read, formatted (what the table prints): held-out nats per choice and the difference to
+        the best with its paired SE; PSIS-LOO elpd with its SE and the paired difference to the best by LOO; the
+        number of choices with an unreliable Pareto k; WAIC elpd."""
+        out = pd.DataFrame(index=self.index)
+        if "heldout_nats_per_choice" in self.columns:
+            out["held-out"] = self["heldout_nats_per_choice"].map("{:.4f}".format)
+            out["vs best ± SE"] = [f"+{d:.4f} ± {se:.4f}" if d or se else "best" for d, se in
+                                   zip(self["heldout_diff"], self["heldout_diff_se"].fillna(0), strict=True)]
+        out["elpd_loo ± SE"] = [f"{e:.1f} ± {se:.1f}" for e, se in zip(self["elpd_loo"], self["se_loo"], strict=True)]
+        out["diff ± SE"] = [f"{e:.1f} ± {se:.1f}" if e or se else "0" for e, se in
+                            zip(self["elpd_diff"], self["dse"], strict=True)]
+        out["k bad"] = self["pareto_k_bad"].astype(int).astype(str)
+        out["elpd_waic"] = self["elpd_waic"].map("{:.1f}".format)
+        return out
+
+    def _compact(self) -> bool:
+        need = ("elpd_loo", "se_loo", "elpd_diff", "dse", "pareto_k_bad", "elpd_waic")
+        return all(c in self.columns for c in need) and (
+            "heldout_nats_per_choice" not in self.columns or "heldout_diff_se" in self.columns)
+
+    def __repr__(self) -> str:
+        if not self._compact():  # a slice without the key columns: an ordinary DataFrame
+            return super().__repr__()
+        v = getattr(self, "verdict", None)
+        return self.summary().to_string() + (f"\n{v}" if v else "")
+
+    def _repr_html_(self) -> str | None:
+        if not self._compact():
+            return super()._repr_html_()
+        v = getattr(self, "verdict", None)
+        return self.summary().to_html() + (f"<p>{v}</p>" if v else "")
+
+    def plot(self, ax=None):
+        """ArviZ-style comparison plot: each model's held-out nats per choice with the paired SE of its difference
+        to the best (without held-out columns: ``elpd_loo`` with its SE, and the paired SE of the difference
+        as a second bar); best model at the top. Returns the matplotlib Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6.5, 0.45 * len(self) + 1.4))
+        y = np.arange(len(self))
+        if "heldout_nats_per_choice" in self.columns:
+            x = self["heldout_nats_per_choice"].to_numpy()
+            ax.errorbar(x, y, xerr=self["heldout_diff_se"].fillna(0).to_numpy(), fmt="o", color="k", capsize=3)
+            ax.axvline(x[0], color="grey", ls="--", lw=1)
+            ax.set_xlabel("held-out nats per choice (lower is better; bars: paired SE of the difference to the best)")
+        else:
+            x = self["elpd_loo"].to_numpy()
+            ax.errorbar(x, y, xerr=self["se_loo"].to_numpy(), fmt="o", mfc="none", color="k", capsize=3,
+                        label="elpd_loo ± SE")
+            ax.errorbar(x[1:], y[1:] + 0.2, xerr=self["dse"].to_numpy()[1:], fmt="^", color="grey", capsize=3,
+                        label="paired SE of the difference to the best")
+            ax.axvline(x[0], color="grey", ls="--", lw=1)
+            ax.set_xlabel("PSIS-LOO elpd (higher is better)")
+            ax.legend(fontsize=8)
+        ax.set_yticks(y, list(self.index))
+        ax.invert_yaxis()
+        ax.set_title(getattr(self, "verdict", "") or "", fontsize=8, wrap=True)
+        return ax
+
+
+def _verdict(table: pd.DataFrame) -> str:
+    """One line: the best model, how far the runner-up is behind in paired SEs, and which column to trust."""
+    bad = int(table["pareto_k_bad"].max())
+    loo_note = (f" PSIS-LOO is unreliable for up to {bad} choices (Pareto k): trust the held-out column."
+                if bad else "")
+    if len(table) == 1:
+        return f"One model ({table.index[0]}): nothing to compare."
+    best, second = table.index[0], table.index[1]
+    if "heldout_nats_per_choice" in table.columns:
+        d, se = table.loc[second, "heldout_diff"], table.loc[second, "heldout_diff_se"]
+        unit, what = "nats/choice", "predicts the held-out participants best"
+    else:
+        d, se = table.loc[second, "elpd_diff"], table.loc[second, "dse"]
+        unit, what = "elpd", "is best by PSIS-LOO"
+        loo_note = (f" PSIS-LOO is unreliable for up to {bad} choices (Pareto k): compare on held-out participants "
+                    "(held_out=...)." if bad else "")
+    z = d / se if se > 0 else math.inf
+    if z < 2:
+        call = f"{best} and {second} are not told apart ({second} {d:.3g} ± {se:.2g} {unit} behind, {z:.1f} paired SEs)"
+    else:
+        call = f"{best} {what}: {second} is {d:.3g} ± {se:.2g} {unit} behind ({z:.1f} paired SEs)"
+    return call + "." + loo_note
+
+
 def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name: str = "choice",
-            n_draws: int = 400, n_new: int = 5, seed: int = 0) -> pd.DataFrame:
+            n_draws: int = 400, n_new: int = 5, seed: int = 0) -> Comparison:
     """Compare fits of the same data: PSIS-LOO, WAIC and (with ``held_out``) held-out scores, all paired.
 
     Parameters
@@ -211,7 +315,9 @@ def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name
 
     Returns
     -------
-    DataFrame, one row per model, sorted by held-out score when given, else by ``elpd_loo``: ``elpd_loo``,
+    Comparison
+        A DataFrame, one row per model, sorted by held-out score when given, else by ``elpd_loo``, with a one-line
+        ``verdict`` (printed under the table), the held-out ``scores`` and ``plot()``. Columns: ``elpd_loo``,
     ``se_loo``, ``p_loo``, ``elpd_diff``/``dse`` (paired, to the best by LOO), ``pareto_k_bad`` (points with
     Pareto k above the threshold), ``pareto_k_max``, ``elpd_waic``, ``se_waic``, ``p_waic``, and the held-out
     columns. LOO's and WAIC's own warnings are re-issued (never silenced), plus one warning per model with
@@ -233,7 +339,7 @@ def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name
     table["dse"] = [float(math.sqrt(len(pointwise[m])) * np.std(pointwise[best] - pointwise[m], ddof=1))
                     if m != best else 0.0 for m in table.index]
     if held_out is None:
-        return table.sort_values("elpd_loo", ascending=False)
+        return _comparison(table.sort_values("elpd_loo", ascending=False), None)
     scores = {m: f.score(held_out, n_draws=n_draws, n_new=n_new, seed=seed) for m, f in fits.items()}
     table["heldout_nats_per_choice"] = [scores[m].nats_per_choice for m in table.index]
     top = min(scores, key=lambda m: scores[m].nats_per_choice)
@@ -243,5 +349,13 @@ def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name
     for part in ("joint", "blickets", "rule"):
         col = "heldout_judgement" + ("" if part == "joint" else f"_{part}")
         table[col] = [scores[m].judgement_nats().get(part, np.nan) for m in table.index]
-    table.attrs["scores"] = scores
-    return table.sort_values("heldout_nats_per_choice")
+    return _comparison(table.sort_values("heldout_nats_per_choice"), scores)
+
+
+def _comparison(table: pd.DataFrame, scores: dict | None) -> Comparison:
+    """The table with its key columns first, as a :class:`Comparison` with its verdict."""
+    first = [c for c in ("heldout_nats_per_choice", "heldout_diff", "heldout_diff_se", "elpd_loo", "se_loo",
+                         "elpd_diff", "dse", "pareto_k_bad") if c in table.columns]
+    out = Comparison(table[first + [c for c in table.columns if c not in first]])
+    out.scores, out.verdict = scores, _verdict(out)
+    return out

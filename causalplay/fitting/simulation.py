@@ -74,9 +74,9 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     -------
     causalplay.data.TrialData
     """
+    from ..core.exact import log_likelihood
     from ..data import TrialData
     from ..envs.nexiom_core import NexiomBatch
-    from ..core.exact import log_likelihood
 
     cm = get_model(model)
     learner = learner or LearnerConfig()

@@ -25,38 +25,15 @@ import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
-from pyro.infer import SVI, Trace_ELBO, TraceEnum_ELBO
-from pyro.optim import ClippedAdam
-from tqdm.auto import tqdm
+from pyro.infer import Trace_ELBO, TraceEnum_ELBO
 
-from ..core._validate import integer, real
+from ..core._validate import integer
 from ..core.eig import binary_entropy_bits, check_target
 from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
+from ..core.pyro import SVIOptions, pyro_svi_step, run_svi
 from ..core.spec import WorldSpec
 
 __all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs"]
-
-
-@dataclass(frozen=True)
-class SVIOptions:
-    """Optimisation settings. Defaults were chosen on the N = 12-16 comparison in docs/inference.md."""
-
-    num_steps: int = 800
-    num_particles: int = 64
-    lr: float = 0.05
-    seed: int = 0
-    noise_floor: float = 1e-3
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "num_steps", integer(self.num_steps, "num_steps", low=1))
-        object.__setattr__(self, "num_particles", integer(self.num_particles, "num_particles", low=1))
-        object.__setattr__(self, "lr", real(self.lr, "lr", low=0.0, low_open=True))
-        object.__setattr__(self, "seed", integer(self.seed, "seed", low=0))
-        object.__setattr__(self, "noise_floor", real(self.noise_floor, "noise_floor", low=0.0, high=0.5,
-                                                      low_open=True))
-        if not isinstance(self.progress, bool):
-            raise TypeError(f"progress must be True or False, got {self.progress!r}")
 
 
 @dataclass
@@ -138,10 +115,12 @@ def _make_guide(B: int, R: int, N: int, init_logit: float, continuous: tuple[str
 
 
 _INIT_LOC = {"noise": -3.0, "gain": 1.8, "bias": 1.0}
+#: :class:`SVIOptions` defaults of the learners' SVI (chosen on the N = 12-16 comparison in docs/inference.md)
+LEARNER_DEFAULTS = {"steps": 800, "particles": 64, "seed": 0}
 
 
 def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: tuple[float, float] | None = None,
-            sigmoid_prior=None, options: SVIOptions = SVIOptions()) -> SVIResult:
+            sigmoid_prior=None, options: SVIOptions | None = None) -> SVIResult:
     """Fit the guide to ``batch`` under one of the per-object world models.
 
     Parameters
@@ -155,11 +134,15 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     sigmoid_prior : SigmoidPrior, optional
         Use :func:`causalplay.models.sigmoid.sigmoid_model` instead (no ``spec``).
     options : SVIOptions
+        ``steps`` (default 800), ``particles`` (64), ``lr``, ``seed`` (0), ``noise_floor``, ``progress``.
     """
     if (spec is None) == (sigmoid_prior is None):
         raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
+    if options is None:
+        options = SVIOptions()
     if not isinstance(options, SVIOptions):
         raise TypeError(f"options must be an SVIOptions, got {type(options).__name__}")
+    options = options.resolve(**LEARNER_DEFAULTS)
     if spec is not None and spec.n_blickets is None and spec.blicket_prior in (0.0, 1.0):
         raise ValueError(f"blicket_prior={spec.blicket_prior:g} fixes the blicket set, which leaves SVI nothing to "
                          "fit (and its score-function gradients undefined); the exact engine answers this in one "
@@ -205,18 +188,10 @@ def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
 
     guide = _make_guide(B, R, N, math.log(p0 / (1 - p0)), continuous, dtype, device)
     # Rules are enumerated exactly (TraceEnum); the sigmoid model has nothing to enumerate.
-    elbo = (TraceEnum_ELBO if R > 0 else Trace_ELBO)(max_plate_nesting=2, num_particles=options.num_particles,
+    elbo = (TraceEnum_ELBO if R > 0 else Trace_ELBO)(max_plate_nesting=2, num_particles=options.particles,
                                                       vectorize_particles=True)
-    svi = SVI(model, guide, ClippedAdam({"lr": options.lr, "lrd": 0.1 ** (1 / max(options.num_steps, 1))}), elbo)
-    losses = []
     t0 = time.perf_counter()
-    steps = range(options.num_steps)
-    for _ in tqdm(steps, desc="SVI", disable=not options.progress):
-        loss = float(svi.step(trials, lit, mask))
-        if not math.isfinite(loss):
-            raise FloatingPointError(f"SVI loss became {loss} at step {len(losses)}; the evidence may be impossible "
-                                     f"under the model, or lr={options.lr:g} too large")
-        losses.append(loss)
+    losses = run_svi(pyro_svi_step(model, guide, elbo, options, trials, lit, mask), options)
     store = pyro.get_param_store()
     rule_probs = (torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0
                   else np.zeros((B, 0)))
@@ -334,10 +309,7 @@ class SVIBeliefs:
 
 def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, **options) -> list[SVIBeliefs]:
     """SVI beliefs for every history in ``batch`` (keyword arguments are :class:`SVIOptions` fields)."""
-    unknown = set(options) - {f.name for f in dataclasses.fields(SVIOptions)}
-    if unknown:
-        raise TypeError(f"unknown SVI option(s) {sorted(unknown)}; expected fields of SVIOptions")
-    opts = SVIOptions(**options)
+    opts = SVIOptions.from_dict(options).resolve(**LEARNER_DEFAULTS)
     result = svi_fit(batch, spec=spec, options=opts)
     out = []
     for i in range(batch.batch_size):

@@ -1,0 +1,363 @@
+"""The one Pyro driver: NUTS chains and SVI loops for every caller.
+
+:func:`run_nuts` runs NUTS chains on a potential function -- in forked worker processes where cores allow, a
+progress bar per chain -- and :func:`run_svi` runs an SVI loop with a progress bar showing the ELBO. Their
+settings are :class:`NUTSOptions` and :class:`SVIOptions`. ``causalplay.fit``, the NUTS/SVI cross-checks of
+``infer_overhypothesis`` and the learners' SVI all run through them; each caller keeps its own density, guide
+and optimiser (:func:`adam_step`: torch Adam with a 10x learning-rate decay; :func:`pyro_svi_step`:
+``pyro.infer.SVI`` with ClippedAdam), so each keeps its arithmetic to the bit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import InitVar, dataclass, replace
+from multiprocessing import get_all_start_methods, get_context
+
+import numpy as np
+import torch
+
+from . import _validate as V
+from ._futures import POLL_SECONDS
+
+__all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
+           "show_progress"]
+
+
+def show_progress(progress: bool | None) -> bool:
+    """``progress``, or where it is None whether this is interactive use (a terminal on stderr, or Jupyter)."""
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def _bool_or_none(value, name: str) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{name} must be True, False or None, got {V.describe(value)}")
+
+
+@dataclass(frozen=True)
+class NUTSOptions:
+    """NUTS settings.
+
+    Attributes
+    ----------
+    chains : int
+        Independent chains (4 by default: R-hat needs several, and 4 x 500 draws give bulk ESS well above 400
+        when the chains mix).
+    warmup, draws : int
+        Warm-up (adaptation) and kept iterations per chain.
+    target_accept : float
+        Step-size adaptation target; higher means smaller steps and fewer divergences.
+    max_tree_depth : int
+    dense_mass : bool
+        Adapt a dense mass matrix (all correlations) instead of a diagonal one.
+    workers : int or None
+        Processes running chains at once; ``None``: ``min(chains, os.cpu_count())``; 1 runs them in this process.
+    init_jitter : float
+        ``causalplay.fit``: chains start at the prior centre plus ``init_jitter`` x N(0, 1) on every unconstrained
+        site (over-dispersed starts, so R-hat can detect chains that never meet).
+    jit : bool
+        ``causalplay.fit``: trace the log density with ``torch.jit.trace`` (no Python overhead; the graph has no
+        data-dependent branches, so the trace is exact).
+    threads : int or None
+        torch threads per chain (1: small tensors are much faster on one thread; ``None`` leaves it alone).
+    progress : bool or None
+        A progress bar per chain; ``None``: in interactive use (a terminal, Jupyter).
+    """
+
+    chains: int = 4
+    warmup: int = 500
+    draws: int = 500
+    target_accept: float = 0.9
+    max_tree_depth: int = 8
+    dense_mass: bool = False
+    workers: int | None = None
+    init_jitter: float = 0.5
+    jit: bool = True
+    threads: int | None = 1
+    progress: bool | None = None
+
+    def __post_init__(self):
+        V.integer(self.chains, "NUTSOptions.chains", low=1)
+        V.integer(self.warmup, "NUTSOptions.warmup", low=0)
+        V.integer(self.draws, "NUTSOptions.draws", low=1)
+        V.real(self.target_accept, "NUTSOptions.target_accept", low=0, high=1, low_open=True, high_open=True)
+        V.integer(self.max_tree_depth, "NUTSOptions.max_tree_depth", low=1, high=15)
+        if not isinstance(self.dense_mass, bool):
+            raise TypeError(f"NUTSOptions.dense_mass must be a bool, got {V.describe(self.dense_mass)}")
+        if self.workers is not None:
+            V.integer(self.workers, "NUTSOptions.workers", low=1)
+        V.real(self.init_jitter, "NUTSOptions.init_jitter", low=0)
+        if self.threads is not None:
+            V.integer(self.threads, "NUTSOptions.threads", low=1)
+        _bool_or_none(self.progress, "NUTSOptions.progress")
+
+    def n_workers(self) -> int:
+        """Processes to use: ``workers`` or ``min(chains, cpu count)``."""
+        return min(self.chains, self.workers if self.workers is not None else (os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class SVIOptions:
+    """SVI settings, one type for every caller. A field left at None takes the caller's default:
+
+    ============================  =====  =========  =====  =====
+    caller                        steps  particles  draws  seed
+    ============================  =====  =========  =====  =====
+    ``causalplay.fit``            1500   1          400    ``fit(seed=)``
+    ``causalplay.infer`` (SVI)    800    64         --     0
+    ``infer_overhypothesis``      1000   16         1000   its ``seed``
+    ============================  =====  =========  =====  =====
+
+    Attributes
+    ----------
+    steps : int or None
+        Optimisation steps (the learning rate decays by 10x over them).
+    lr : float
+        Initial learning rate.
+    particles : int or None
+        Guide draws per step for the gradient estimate.
+    draws : int or None
+        Guide draws kept as the "posterior".
+    init_scale : float
+        ``causalplay.fit``: initial scale of the mean-field guide.
+    seed : int or None
+        Seed of the optimisation (``None``: the caller's seed).
+    noise_floor : float
+        ``causalplay.infer``: noiseless rules are treated as flipping with this probability (a deterministic
+        machine gives a contradicting sampled set log-likelihood -inf, which no gradient estimator survives).
+    progress : bool or None
+        A progress bar with the ELBO; ``None``: in interactive use (a terminal, Jupyter).
+    num_steps, num_particles :
+        Deprecated names of ``steps`` and ``particles``.
+    """
+
+    steps: int | None = None
+    lr: float = 0.05
+    particles: int | None = None
+    draws: int | None = None
+    init_scale: float = 0.05
+    seed: int | None = None
+    noise_floor: float = 1e-3
+    progress: bool | None = None
+    num_steps: InitVar[int | None] = None
+    num_particles: InitVar[int | None] = None
+
+    def __post_init__(self, num_steps, num_particles):
+        renamed = []
+        for old, new, value in (("num_steps", "steps", num_steps), ("num_particles", "particles", num_particles)):
+            if value is None:
+                continue
+            # validated under the name the caller used, so the message names what they wrote
+            value = V.integer(value, old, low=1)
+            if getattr(self, new) is not None:
+                raise TypeError(f"SVIOptions got both {new} and its deprecated name {old}; pass {new} only")
+            object.__setattr__(self, new, value)
+            renamed.append((old, new))
+        if renamed:
+            warnings.warn(f"SVIOptions({', '.join(o + '=...' for o, _ in renamed)}) is deprecated; use "
+                          f"{', '.join(n + '=...' for _, n in renamed)}", DeprecationWarning, stacklevel=3)
+        for name in ("steps", "particles", "draws"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, V.integer(getattr(self, name), f"SVIOptions.{name}", low=1))
+        if self.seed is not None:
+            object.__setattr__(self, "seed", V.integer(self.seed, "SVIOptions.seed", low=0))
+        object.__setattr__(self, "lr", V.real(self.lr, "SVIOptions.lr", low=0, low_open=True))
+        object.__setattr__(self, "init_scale", V.real(self.init_scale, "SVIOptions.init_scale", low=0, low_open=True))
+        object.__setattr__(self, "noise_floor", V.real(self.noise_floor, "SVIOptions.noise_floor", low=0, high=0.5,
+                                                       low_open=True))
+        _bool_or_none(self.progress, "SVIOptions.progress")
+
+    def resolve(self, **defaults) -> SVIOptions:
+        """A copy with every field that is None set from ``defaults`` (the caller's defaults)."""
+        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+
+    @classmethod
+    def from_dict(cls, options) -> SVIOptions:
+        """From a dict of field names (deprecated names too), naming unknown keys."""
+        from dataclasses import fields
+
+        known = {f.name for f in fields(cls)} | {"num_steps", "num_particles"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"unknown SVI option(s) {unknown}; expected fields of SVIOptions {sorted(known)}")
+        return cls(**options)
+
+
+# ---- SVI ------------------------------------------------------------------------------------------------------
+def adam_step(params: list[torch.Tensor], loss_fn: Callable[[], torch.Tensor], options: SVIOptions,
+              clip_norm: float | None = None) -> Callable[[], float]:
+    """One optimisation step of ``loss_fn`` (a differentiable loss, e.g. -ELBO) for :func:`run_svi`: torch Adam at
+    ``options.lr`` decaying 10x over ``options.steps``, the gradient norm clipped at ``clip_norm`` if given."""
+    optim = torch.optim.Adam(params, lr=options.lr)
+    sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / options.steps))
+
+    def step() -> float:
+        optim.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        if clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(params, clip_norm)
+        optim.step()
+        sched.step()
+        return float(loss.detach())
+
+    return step
+
+
+def pyro_svi_step(model, guide, elbo, options: SVIOptions, *args) -> Callable[[], float]:
+    """One ``pyro.infer.SVI`` step of ``model``/``guide`` on ``args`` for :func:`run_svi`: ClippedAdam at
+    ``options.lr`` decaying 10x over ``options.steps`` (parameters live in Pyro's param store)."""
+    from pyro.infer import SVI
+    from pyro.optim import ClippedAdam
+
+    svi = SVI(model, guide, ClippedAdam({"lr": options.lr, "lrd": 0.1 ** (1 / max(options.steps, 1))}), elbo)
+    return lambda: float(svi.step(*args))
+
+
+def run_svi(step: Callable[[], float], options: SVIOptions, *, desc: str = "SVI") -> list[float]:
+    """The SVI loop: ``options.steps`` calls of ``step`` (one optimisation step returning the loss, -ELBO), with
+    a progress bar showing the ELBO. Returns the losses; a non-finite loss stops it with a
+    ``FloatingPointError`` naming the step."""
+    from tqdm.auto import tqdm
+
+    steps = V.integer(options.steps, "SVIOptions.steps", low=1)
+    losses: list[float] = []
+    with tqdm(total=steps, desc=desc, disable=not show_progress(options.progress), leave=True) as bar:
+        for i in range(steps):
+            loss = step()
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"{desc}: the loss became {loss} at step {i}; the evidence may be impossible "
+                                         f"under the model, or lr={options.lr:g} too large")
+            losses.append(loss)
+            bar.update()
+            if not bar.disable and (i % 25 == 0 or i == steps - 1):
+                bar.set_postfix_str(f"ELBO {-loss:.4g}", refresh=False)
+    return losses
+
+
+# ---- NUTS -----------------------------------------------------------------------------------------------------
+@dataclass
+class NUTSRun:
+    """What :func:`run_nuts` returns.
+
+    Attributes
+    ----------
+    samples : dict site -> Tensor ``[chains, draws, ...]``
+    diverging : ndarray ``[chains, draws]`` of bool
+    step_size : list of float, the adapted step size of each chain
+    cpu_seconds : float, CPU time of the chains (summed over worker processes)
+    in_workers : bool, whether the chains ran in worker processes
+    """
+
+    samples: dict
+    diverging: np.ndarray
+    step_size: list
+    cpu_seconds: float
+    in_workers: bool
+
+
+_QUEUE = None  # a worker's end of the progress queue (set by the pool's initializer)
+
+
+def _set_queue(queue) -> None:
+    global _QUEUE
+    _QUEUE = queue
+
+
+def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar=None) -> dict:
+    """One chain: ``setup(chain) -> (potential_fn, initial_params)``, seeded ``seed + 1000 * chain``."""
+    from pyro.infer import MCMC, NUTS
+    from pyro.util import set_rng_seed
+
+    c0 = time.process_time()
+    total, last = opts.warmup + opts.draws, [0.0]
+
+    def hook(kernel, params, stage, i):
+        done = i + 1 + (opts.warmup if stage.startswith("Sample") else 0)
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.5:
+            return
+        last[0] = now
+        info = f"step {float(kernel.step_size):.2g}, {len(kernel._divergences)} divergent"
+        if bar is not None:
+            bar.n = done
+            bar.set_postfix_str(info, refresh=False)
+            bar.refresh()
+        elif _QUEUE is not None:
+            _QUEUE.put((chain, done, info))
+
+    with V.single_thread(opts.threads):
+        potential, q0 = setup(chain)
+        if seed is not None:
+            set_rng_seed(seed + 1000 * chain)
+        kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept,
+                      max_tree_depth=opts.max_tree_depth, full_mass=opts.dense_mass)
+        mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
+                    disable_progbar=True, hook_fn=hook if (bar is not None or _QUEUE is not None) else None)
+        mcmc.run()
+    smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
+    div = np.zeros(opts.draws, dtype=bool)
+    div[np.asarray(mcmc.diagnostics().get("divergences", {}).get("chain 0", []), dtype=int)] = True
+    step = float(kernel.step_size) if hasattr(kernel, "step_size") else float("nan")
+    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step}
+
+
+def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, desc: str = "NUTS") -> NUTSRun:
+    """NUTS chains on the potential (negative log density) that ``setup(chain)`` builds.
+
+    Parameters
+    ----------
+    setup : callable ``chain -> (potential_fn, initial_params)``
+        Builds chain ``chain``'s potential (a function of a dict site -> unconstrained tensor) and its start; it
+        runs in the chain's process, so a traced density is traced there. Picklable (a module-level function or
+        a ``functools.partial`` of one) when chains run in worker processes.
+    options : NUTSOptions
+        ``chains`` chains in ``n_workers()`` processes (forked where the platform can), ``threads`` torch threads
+        each; a progress bar per chain when ``progress`` (by default in interactive use).
+    seed : int or None
+        Chain ``c`` seeds Pyro's RNGs with ``seed + 1000 * c`` right before sampling; None leaves them as they are.
+    desc : str
+        Label of the progress bars.
+    """
+    from tqdm.auto import tqdm
+
+    workers = options.n_workers()
+    progress = show_progress(options.progress)
+    total = options.warmup + options.draws
+    bars = [tqdm(total=total, desc=f"{desc} chain {c}", position=c, disable=not progress, leave=True)
+            for c in range(options.chains)]
+    try:
+        if workers > 1:
+            # fork: worker processes need no re-import of the caller's script (spawn would, and breaks unguarded
+            # scripts); each chain sets its own torch threads before any tensor work.
+            ctx = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+            queue = ctx.SimpleQueue() if progress else None
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_queue, initargs=(queue,)) as ex:
+                futs = [ex.submit(_chain, setup, options, seed, c) for c in range(options.chains)]
+                while True:  # polls: Ctrl-C stops the wait promptly, and the bars move
+                    done, _ = wait_futures(futs, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                    while queue is not None and not queue.empty():
+                        c, n, info = queue.get()
+                        bars[c].n = n
+                        bars[c].set_postfix_str(info, refresh=False)
+                        bars[c].refresh()
+                    if all(f.done() for f in futs):
+                        break
+                out = [f.result() for f in futs]
+        else:
+            out = [_chain(setup, options, seed, c, bars[c] if progress else None) for c in range(options.chains)]
+    finally:
+        for b in bars:
+            b.close()
+    samples = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}
+    return NUTSRun(samples, np.stack([o["diverging"] for o in out]), [o["step_size"] for o in out],
+                   sum(o["cpu"] for o in out), workers > 1)
