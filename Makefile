@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PIP    := $(PY) -m pip install -q -c constraints.txt
 
-.PHONY: setup system-deps demo test lint bench mutants clean
+.PHONY: setup system-deps demo test lint layers bench mutants clean
 
 setup: $(STAMP)
 
@@ -30,11 +30,18 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(VENV)/bin/causalplay demo
 
-test: setup
+test: setup layers
 	$(PY) -m pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check .
+
+# The layer contract of pyproject.toml, checked on a copy laid out as installed (models/ and envs/ inside
+# causalplay/, where the import graph can see them).
+layers: setup
+	rm -rf build/layers && mkdir -p build/layers
+	cp -r causalplay build/layers/ && cp -r models build/layers/causalplay/models && cp -r envs build/layers/causalplay/envs
+	cd build/layers && PYTHONPATH=. $(abspath $(VENV))/bin/lint-imports $(CURDIR)/pyproject.toml
 
 bench: setup
 	$(PY) benchmarks/bench_infer.py

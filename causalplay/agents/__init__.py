@@ -114,9 +114,9 @@ def agent_label(spec: str, family: str = "blicket") -> str:
         raise ValueError(f"{spec!r}: the rl agent needs path=DIR (a `causalplay train` output folder)")
     if opts.get("name"):
         return str(opts["name"])
-    from causalplay.rl.train import read_config  # the rl extra; only for rl specs
+    from .rl import read_run
 
-    return read_config(opts["path"]).name
+    return read_run(opts["path"]).name
 
 
 def make_agent(name: str | Spec, seed: int = 0, family: str = "blicket", **kwargs) -> Agent:

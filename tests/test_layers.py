@@ -1,0 +1,126 @@
+"""The package's layers, read from the source (every import statement, those inside functions included).
+
+A component is a top-level module or sub-package of ``causalplay`` (``models/`` and ``envs/`` count as
+``causalplay.models`` and ``causalplay.envs``, as installed). ``lint-imports`` (run by ``make test``) checks the
+layer order of ``pyproject.toml``; these tests check what it does not: no import cycle between any two components,
+nothing inside the package imports the package face, and ``import causalplay`` loads neither the environments nor
+anything above the core.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"causalplay": "causalplay", "models": "causalplay.models", "envs": "causalplay.envs"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, pkg in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([pkg, *parts])] = path
+    return out
+
+
+def _component(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _imports(module: str, path: Path, known: dict) -> set[str]:
+    """The causalplay modules ``module`` imports anywhere in its file (longest known prefix of each name)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = module.split(".")[: len(module.split(".")) - (0 if path.name == "__init__.py" else 1)]
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            while parts and ".".join(parts) not in known:
+                parts.pop()
+            if parts:
+                out.add(".".join(parts))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    graph: dict[str, set[str]] = {}
+    for mod, path in known.items():
+        for target in _imports(mod, path, known):
+            a, b = _component(mod), _component(target)
+            if a != b:
+                graph.setdefault(a, set()).add(b)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                out.append(sorted(scc))
+
+    for v in sorted(set(graph) | {w for ws in graph.values() for w in ws}):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_checker_finds_a_cycle_and_a_function_level_import(tmp_path):
+    """The checker itself, on a hand-made graph and a hand-made file."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+    f = tmp_path / "x.py"
+    f.write_text("import os\n\ndef g():\n    from causalplay.core.rules import Rule\n    from .eig import eig_bits\n")
+    known = {"causalplay.core.rules": None, "causalplay.core.eig": None, "causalplay.core": None}
+    assert _imports("causalplay.core.x", f, known) == {"causalplay.core.rules", "causalplay.core.eig"}
+
+
+def test_no_import_cycle_between_components():
+    graph = _graph()
+    assert len(graph) >= 10  # the walk found the package
+    assert _cycles(graph) == []
+
+
+def test_nothing_inside_the_package_imports_its_face():
+    known = _modules()
+    offenders = [m for m, path in known.items() if m != "causalplay" and "causalplay" in _imports(m, path, known)]
+    assert offenders == []
+
+
+def test_import_causalplay_loads_only_the_core_and_learners():
+    code = ("import sys, causalplay; causalplay.infer([([0], True)], n_objects=2); "
+            "print(sorted({'.'.join(m.split('.')[:2]) for m in sys.modules if m.startswith('causalplay')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['causalplay', 'causalplay.core', 'causalplay.learners']"
