@@ -303,7 +303,7 @@ def test_browser_study_file_abandoned_sessions_and_balanced_completions(browser,
     study = write_study(tmp_path / "s.toml", title="Lights study", researcher="Dr Ada Example",
                         contact="ada@example.org", ethics="Approved by Board 7 (ref 2026-01).",
                         consent="We study *learning*.\n\n- you may stop at any time", debrief="## Why\n\nThanks!",
-                        completion_code="CPL-77", practice=False, timeout_minutes=0.2, conditions=[
+                        completion_code="CPL-77", practice=False, timeout_minutes=0.3, conditions=[
                             {"label": lab, "rule": r, "blickets": b} for lab, r, b in (
                                 ("D01", "disjunctive", [0, 1]), ("D23", "disjunctive", [2, 3]),
                                 ("C01", "conjunctive", [0, 1]), ("C23", "conjunctive", [2, 3]))])
@@ -325,7 +325,7 @@ def test_browser_study_file_abandoned_sessions_and_balanced_completions(browser,
             finish(page)
             assert page.locator("#completion-code").inner_text() == "CPL-77"
             assert page.get_by_role("heading", name="Why").is_visible()
-        time.sleep(max(0.0, idle_from + 12.5 - time.monotonic()))  # AB1, AB2 idle past the 12 s timeout: abandoned
+        time.sleep(max(0.0, idle_from + 18.5 - time.monotonic()))  # AB1, AB2 idle past the 18 s timeout: abandoned
         for pid in ("OK5", "OK6"):
             page = browser.new_context().new_page()
             begin(page, srv.url, pid)
@@ -346,7 +346,8 @@ def test_browser_study_file_abandoned_sessions_and_balanced_completions(browser,
         assert dl.value.path().stat().st_size > 100
     cond = dict(rows(db, "select code, condition from participants"))
     assert sorted(cond[p] for p in ("OK3", "OK4", "OK5", "OK6")) == [0, 1, 2, 3]
-    assert {cond["OK5"], cond["OK6"]} == {cond["AB1"], cond["AB2"]}  # the abandoned conditions, reused
+    # the abandoned sessions' two conditions went to later participants (OK4 too, if the machine was slow)
+    assert {cond["AB1"], cond["AB2"]} <= {cond[p] for p in ("OK4", "OK5", "OK6")} and cond["AB1"] != cond["AB2"]
     export_trials(db, tmp_path / "out")
     d = load_trials(tmp_path / "out", n_objects=4)
     ids = dict(rows(db, "select code, export_id from participants"))
