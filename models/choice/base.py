@@ -50,6 +50,9 @@ __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig"
            "transferred_rule_priors", "participant_rule_prior", "rule_prior_table"]
 
 _LOG2 = math.log(2.0)
+#: Log prior of a blicket set ruled out by a told count: its posterior weight underflows to exactly 0 in float64, where
+#: -inf would make the entropy's 0 * log 0 (and its gradient) NaN.
+RULED_OUT = -1e4
 LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
 
 
@@ -155,6 +158,8 @@ class Features:
     rule_prior : Tensor [P, 2] or None -- transferred (P(disjunctive), P(conjunctive)) per participant, used where
         ``transferred``; None: every participant has the fitted prior ``sigmoid(rho)``
     transferred : BoolTensor [P] or None -- the participant has a transferred rule prior (round > 1)
+    set_log_prior : Tensor [P, 2**N] or None -- log prior of each blicket set per participant, where some were told
+        how many blickets there are (sets of another size get :data:`RULED_OUT`); None: the learner's own prior
     """
 
     ids: list
@@ -172,6 +177,7 @@ class Features:
     test_index: torch.Tensor
     rule_prior: torch.Tensor | None = None
     transferred: torch.Tensor | None = None
+    set_log_prior: torch.Tensor | None = None
     cache: dict = field(default_factory=dict)
 
     @property
@@ -281,7 +287,8 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
     cands = _codes_to_sets(N)
     n_sets = cands.shape[0]
     hist = data.histories()
-    few = [(k, len(hist[k])) for k in data.ids if len(hist[k]) < learner.min_tests]
+    chosen = data.choice_indices()  # demonstrations are in the history but are not the participant's choices
+    few = [(k, len(chosen[k])) for k in data.ids if len(chosen[k]) < learner.min_tests]
     if few:
         raise ValueError(
             f"participant {few[0][0]!r} ran {few[0][1]} test(s) but the modelled learner cannot stop before "
@@ -300,10 +307,15 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
     for p, key in enumerate(data.ids):
         h = hist[key]
         codes = [set_to_code(np.flatnonzero(x)) for x in h.trials]
+        own = set(chosen[key].tolist())
         seen = np.zeros(n_sets, dtype=bool)
+        n_own = 0
         for j in range(len(h) + 1):
+            if j < len(h) and j not in own:  # a demonstration: seen (and learned from), not chosen
+                seen[codes[j]] = True
+                continue
             pid.append(p)
-            t.append(j)
+            t.append(n_own)  # the participant's own tests so far
             choice.append(codes[j] if j < len(h) else n_sets)
             test_index.append(j + 1)
             tr = np.zeros((max(T, 1), N), dtype=bool)
@@ -316,6 +328,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
             tested.append(seen.copy())
             if j < len(h):
                 seen[codes[j]] = True
+                n_own += 1
     trials_t = torch.as_tensor(np.stack(trials)).to(torch.float64)
     ll = log_likelihood(space, trials_t, torch.as_tensor(np.stack(lits)).to(torch.float64),
                         torch.as_tensor(np.stack(masks)))
@@ -333,7 +346,25 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
         ids=list(data.ids), space=space, pid=pid_t, t=t_t, ll=ll, choice=torch.tensor(choice),
         can_stop=t_t >= learner.min_tests, tested=torch.as_tensor(np.stack(tested)), candidates=cands,
         sizes=cands.sum(-1), final_ll=ll[last], judgement=torch.tensor(judgement),
-        test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask)
+        test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask,
+        set_log_prior=_told_set_prior(space, data.known_counts(), data.ids))
+
+
+def _told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Tensor | None:
+    """``[P, 2**N]`` log prior of each blicket set for participants told the number of blickets (uniform over the
+    sets of that size, :data:`RULED_OUT` elsewhere) and the learner's own prior for the others; None if nobody was
+    told."""
+    if all(counts[k] is None for k in ids):
+        return None
+    S = space.n_sets
+    own = space.log_prior[:S] - space.rule_log_prior[0]
+    size = space.sets.sum(-1)
+    out = own.expand(len(ids), S).clone()
+    for i, k in enumerate(ids):
+        if counts[k] is not None:
+            fit = size == counts[k]
+            out[i] = torch.where(fit, -math.log(int(fit.sum())), torch.full_like(own, RULED_OUT))
+    return out
 
 
 def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torch.Tensor, min_tests: int,
@@ -381,12 +412,14 @@ def learner_posterior(feats: Features, ll: torch.Tensor, rho: torch.Tensor, pid:
                       transfer: torch.Tensor | None = None) -> torch.Tensor:
     """Normalised learner log posterior ``[..., D, H]`` (rule-major hypotheses) from ``ll [D, H]``.
 
-    ``pid`` (the participant of each row) and ``transfer`` matter only when ``feats`` carries transferred rule
-    priors (:func:`participant_rule_prior`).
+    ``pid`` (the participant of each row; None: the rows are the participants) and ``transfer`` matter only when
+    ``feats`` carries transferred rule priors (:func:`participant_rule_prior`) or told blicket counts.
     """
     space = feats.space
     S = space.n_sets
     log_set = space.log_prior[:S] - space.rule_log_prior[0]
+    if feats.set_log_prior is not None:  # told blicket counts: each row's own set prior
+        log_set = feats.set_log_prior[torch.arange(feats.n_participants) if pid is None else pid][:, None, :]
     lp = (participant_rule_prior(feats, rho, pid, transfer)[..., :, None] + log_set).flatten(-2)  # [..., D, H]
     lw = ll + lp
     return lw - torch.logsumexp(lw, -1, keepdim=True)
