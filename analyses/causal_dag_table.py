@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import tyro
 
 
 @dataclass
@@ -133,15 +132,12 @@ def figures(rows: list[dict], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``--smoke`` starts from the smoke settings; every other option is a :class:`Config` field."""
-    import sys
-
+    """Every :class:`Config` field is an option; ``--smoke`` starts from the smoke settings."""
     import torch
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    smoke = "--smoke" in argv
-    cfg = tyro.cli(Config, args=[a for a in argv if a != "--smoke"], default=Config(**SMOKE) if smoke else Config(),
-                   description=__doc__.splitlines()[0])
+    from causalplay.cli.config import parse_config
+
+    cfg = parse_config(Config, argv, smoke=Config(**SMOKE), description=__doc__.splitlines()[0])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: threads only add contention
     try:

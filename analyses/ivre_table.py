@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python analyses/ivre_table.py                      # 10^4 episodes per row, NOTEARS 200
     .venv/bin/python analyses/ivre_table.py --episodes 2000 --notears-episodes 0 --out runs/paper_table.md
+    .venv/bin/python analyses/ivre_table.py --help               # every Config field is an option
 
 Ours: every row is one seeded run of :func:`causalplay.bench.runner.run_episodes` (seed 0, one shard), on
 ``causalplay/IVRE-v0`` and ``causalplay/EST-v1``, with the agent spec in :data:`ROWS`. The CI is mean
@@ -14,9 +15,8 @@ is explained in ``docs/benchmark.md`` and in :mod:`causalplay.agents.paper`.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -106,27 +106,30 @@ def build(episodes: int, notears_episodes: int, envs: tuple[str, ...] = (IVRE, E
     return df
 
 
+@dataclass
+class Config:
+    episodes: int = 10000  # episodes per row (one seed)
+    notears_episodes: int = 200  # episodes of the NOTEARS rows (0: skip)
+    envs: tuple[str, ...] = (IVRE, EST)  # the papers' tables exist for these two
+    out: str | None = None  # also write the markdown table here
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--episodes", type=int, default=10000, help="episodes per row (one seed)")
-    p.add_argument("--notears-episodes", type=int, default=200, help="episodes of the NOTEARS rows (0: skip)")
-    p.add_argument("--env", default=f"{IVRE},{EST}", help="comma-separated: causalplay/IVRE-v0, causalplay/EST-v1")
-    p.add_argument("--out", default=None, help="also write the markdown table here")
-    args = p.parse_args(argv)
-    envs = tuple(e.strip() for e in args.env.split(",") if e.strip())
-    bad = [e for e in envs if e not in (IVRE, EST)]
+    from causalplay.cli.config import parse_config
+
+    cfg = parse_config(Config, argv, description=__doc__.splitlines()[0])
+    bad = [e for e in cfg.envs if e not in (IVRE, EST)]
     if bad:
-        print(f"unknown env {bad}; the papers' tables exist for {IVRE} and {EST}", file=sys.stderr)
-        return 2
+        raise SystemExit(f"unknown env {bad}; the papers' tables exist for {IVRE} and {EST}")
     import torch
 
     torch.set_num_threads(1)
-    table = build(args.episodes, args.notears_episodes, envs)
+    table = build(cfg.episodes, cfg.notears_episodes, cfg.envs)
     text = table.to_markdown(index=False) if _has_tabulate() else table.to_string(index=False)
     print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+    if cfg.out:
+        Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.out).write_text(text + "\n")
     return 0
 
 

@@ -19,7 +19,6 @@ Results go to ``runs/<name>/`` (``pattern.csv``, ``records.csv`` appended after 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -31,7 +30,9 @@ import pandas as pd
 import torch
 
 import causalplay
-from causalplay.bench.sequences import run_sequences, summarise_by_machine
+from causalplay.bench.runner import family_of, run_benchmark
+from causalplay.bench.sequences import summarise_by_machine
+from causalplay.cli.config import parse_config
 
 
 @dataclass
@@ -46,6 +47,10 @@ class Config:
     seed: int = 0
     threads: int = 1
     out: str = "runs"
+    parts: tuple[str, ...] = ("pattern", "env")  # of "pattern", "env", "crosscheck"
+    executor: str = "process"  # the env part runs on the benchmark runner: serial, process, ray or dask
+    workers: int | None = None
+    shard_size: int = 60  # sequences per shard (the unit of parallel work and of resuming)
 
 
 SMOKE = Config(name="overhypothesis_transfer_smoke", n_sequences=4, n_episodes=2,
@@ -137,12 +142,6 @@ def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmu
     return pd.DataFrame(rows)
 
 
-def play(cfg: Config, agent: str, rule_per: str) -> pd.DataFrame:
-    """One agent on ``cfg.n_sequences`` sequences (rows seeded ``[cfg.seed, i]``), one row per machine."""
-    return run_sequences(agent, cfg.n_sequences, cfg.seed, rule_per=rule_per, n_episodes=cfg.n_episodes,
-                         label=agent)
-
-
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """Means with 95% CIs by (rule_per, agent, machine), and paired gains over the baseline."""
     return summarise_by_machine(df, reference=BASELINE if BASELINE in set(df.agent) else None)
@@ -172,7 +171,8 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def run(cfg: Config, parts: tuple[str, ...] = ("pattern", "env")) -> dict:
+def run(cfg: Config, parts: tuple[str, ...] | None = None) -> dict:
+    parts = cfg.parts if parts is None else parts
     out = Path(cfg.out) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
@@ -188,16 +188,13 @@ def run(cfg: Config, parts: tuple[str, ...] = ("pattern", "env")) -> dict:
             pat = pattern(cfg)
             pat.to_csv(out / "pattern.csv", index=False)
             result["pattern"] = pat
-        if "env" in parts:
-            records = out / "records.csv"
-            frames = []
-            for rp in cfg.rule_per:
-                for agent in cfg.agents:
-                    df = play(cfg, agent, rp)
-                    frames.append(df)
-                    df.to_csv(records, mode="a" if records.exists() and len(frames) > 1 else "w",
-                              header=len(frames) == 1, index=False)
-            summary = summarise(pd.concat(frames, ignore_index=True))
+        if "env" in parts:  # sequence i of every agent from default_rng([seed, i]): paired comparisons
+            env = "causalplay/Overhypothesis-v0"
+            keep = [v for v in family_of(env).variants(env) if dict(v)["rule_per"] in cfg.rule_per]
+            df = run_benchmark([env], cfg.agents, cfg.n_sequences, [cfg.seed], out, shard_size=cfg.shard_size,
+                               executor=cfg.executor, workers=cfg.workers, env_kwargs={"n_episodes": cfg.n_episodes},
+                               variants=keep)
+            summary = summarise(df.rename(columns={"episode": "sequence"}))
             summary.to_csv(out / "summary.csv", index=False)
             (out / "summary.md").write_text(summary.round(3).to_markdown(index=False) if _has_tabulate()
                                             else summary.round(3).to_string(index=False))
@@ -216,35 +213,9 @@ def _has_tabulate() -> bool:
     return True
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--part", choices=("pattern", "env", "crosscheck"), action="append")
-    ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
-    ap.add_argument("--name")
-    ap.add_argument("--n-sequences", type=int)
-    ap.add_argument("--merge", nargs="+", metavar="RUN_DIR", help="summarise the records.csv of these run folders "
-                    "(e.g. the two rule_per halves run in parallel) into runs/<name>/")
-    a = ap.parse_args()
-    if a.merge:
-        out = Path("runs") / (a.name or Config.name)
-        out.mkdir(parents=True, exist_ok=True)
-        df = pd.concat([pd.read_csv(Path(d) / "records.csv") for d in a.merge], ignore_index=True)
-        df.to_csv(out / "records.csv", index=False)
-        summary = summarise(df)
-        summary.to_csv(out / "summary.csv", index=False)
-        figure(summary, out / "transfer.png")
-        print(summary.round(3).to_string(index=False))
-        return
-    cfg = SMOKE if a.smoke else Config()
-    if a.rule_per:
-        cfg = dataclasses.replace(cfg, rule_per=tuple(a.rule_per))
-    if a.name:
-        cfg = dataclasses.replace(cfg, name=a.name)
-    if a.n_sequences:
-        cfg = dataclasses.replace(cfg, n_sequences=a.n_sequences)
-    res = run(cfg, tuple(a.part or ("pattern", "env")))
-    for k, v in res.items():
+def main(argv: list[str] | None = None) -> None:
+    cfg = parse_config(Config, argv, smoke=SMOKE, description=__doc__.split("\n")[0])
+    for k, v in run(cfg).items():
         print(k)
         print(v.round(3).to_string(index=False))
 

@@ -191,10 +191,10 @@ def test_transfer_analysis_smoke(tmp_path, one_thread, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "overhypothesis_transfer", mod)  # dataclasses look their module up
     spec.loader.exec_module(mod)
-    cfg = dataclasses.replace(mod.SMOKE, out=str(tmp_path))
+    cfg = dataclasses.replace(mod.SMOKE, out=str(tmp_path), executor="serial")
     res = mod.run(cfg)
     out = tmp_path / cfg.name
-    for f in ("pattern.csv", "records.csv", "summary.csv", "transfer.png", "config.json"):
+    for f in ("pattern.csv", "episodes.csv", "summary.csv", "transfer.png", "config.json"):
         assert (out / f).exists(), f
     pat = res["pattern"].set_index(["form", "training"])
     for form in ("rules", "sigmoid"):
