@@ -10,7 +10,6 @@ Run ``python analyses/svi_vs_exact.py`` (full) or ``--smoke`` (tiny; used by the
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -20,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from causalplay.learners.api import make_spec
 from causalplay.core.exact import log_posterior
 from causalplay.core.history import History, HistoryBatch
 from causalplay.core.spec import HypothesisSpace
+from causalplay.learners.api import make_spec
 from causalplay.learners.svi import SVIOptions, svi_fit
 
 
@@ -99,7 +98,6 @@ def run(cfg: Config) -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--smoke", action="store_true")
-    a = ap.parse_args()
-    run(SMOKE if a.smoke else Config())
+    from causalplay.cli.config import parse_config
+
+    run(parse_config(Config, smoke=SMOKE, description=__doc__.splitlines()[0]))

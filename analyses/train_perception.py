@@ -18,7 +18,6 @@ Workbench-only model (``runs/perception``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shutil
@@ -54,6 +53,8 @@ class Config:
     threads: int = 1
     cache_dir: str = "runs/frames"
     out: str = "runs"
+    ship: bool = False  # copy model.pt to the package's default weights
+    eval_only: bool = False  # score runs/<name>/model.pt again, no training
 
 
 SMOKE = Config(name="perception_smoke", train_frames=384, val_frames=64, cycles_frames=0, epochs=10, batch=16, width=8,
@@ -232,35 +233,18 @@ def run(cfg: Config) -> dict:
 
 
 def parse(argv=None) -> Config:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true", help="tiny setting (the tests run it)")
-    ap.add_argument("--ship", action="store_true", help=f"copy model.pt to {DEFAULT_WEIGHTS}")
-    ap.add_argument("--eval-only", action="store_true", help="score runs/<name>/model.pt again, no training")
-    base = Config()
-    for f in dataclasses.fields(Config):
-        if f.name == "n_objects":
-            ap.add_argument("--n-objects", type=int, nargs="+", default=None)
-        elif isinstance(getattr(base, f.name), bool):
-            ap.add_argument(f"--{f.name.replace('_', '-')}", action=argparse.BooleanOptionalAction, default=None)
-        else:
-            ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(getattr(base, f.name)), default=None)
-    a = ap.parse_args(argv)
-    cfg = SMOKE if a.smoke else Config()
-    over = {f.name: getattr(a, f.name) for f in dataclasses.fields(Config) if getattr(a, f.name) is not None}
-    if "n_objects" in over:
-        over["n_objects"] = tuple(over["n_objects"])
-    cfg = dataclasses.replace(cfg, **over)
-    cfg.ship = a.ship  # type: ignore[attr-defined]
-    cfg.eval_only = a.eval_only  # type: ignore[attr-defined]
-    return cfg
+    """Every :class:`Config` field is an option; ``--smoke`` starts from the tiny setting the tests run."""
+    from causalplay.cli.config import parse_config
+
+    return parse_config(Config, argv, smoke=SMOKE, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
     c = parse()
-    m = evaluate(c) if getattr(c, "eval_only", False) else run(c)
+    m = evaluate(c) if c.eval_only else run(c)
     print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk not in ("errors", "least_confident")}
                       if isinstance(v, dict) else v for k, v in m.items()}, indent=2))
-    if getattr(c, "ship", False):
+    if c.ship:
         DEFAULT_WEIGHTS.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(c.out) / c.name / "model.pt", DEFAULT_WEIGHTS)
         print(f"shipped {DEFAULT_WEIGHTS} ({DEFAULT_WEIGHTS.stat().st_size} bytes)")
