@@ -153,13 +153,17 @@ def test_paper_template_texts():
         "objects have a unique property that can activate the machine. Your goal is to find out all the objects "
         "that can activate the machine in ten rounds.\n"
         "Answer all the following questions in the format of \"1, 2, and 3.\"\n")
-    assert IVRE.round_text(3, [1, 6, 8], False, 9) == (
-        "Round 3:\n1, 6, 8 are on the machine, and the machine is not activated.\n"
+    assert IVRE.round_text(3, [1, 6, 8], False, 9) == (  # the paper's transcript counts rounds from 0
+        "Round 2:\n1, 6, 8 are on the machine, and the machine is not activated.\n"
         "Question: Which objects can activate the machine?\n"
         "Answer: From 1-9, objects that can activate the machine are ")
     assert IVRE.trial_text(9).endswith("Question: Which objects will you put on the machine?\n"
                                        "Answer: From 1-9, I will put ")
     assert [render_set(s) for s in ([], [3], [2, 5], [1, 2, 3])] == ["None.", "3.", "2 and 5.", "1, 2, and 3."]
+    assert IVRE.round_text(1, [], True, 9).startswith("Round 0:\nNone are on the machine, and the machine is activated")
+    from causalplay.agents.llm.template import TEMPLATES  # our corrected wording, kept as a named variant
+
+    assert TEMPLATES["ivre-clear"].round_text(1, [], False, 9).startswith("Round 1:\nNo objects are on the machine")
     with pytest.raises(ValueError, match="no wording for rule 'threshold3'"):
         IVRE.opening_text(9, 10, "threshold3", 4, 2)
 
@@ -286,30 +290,30 @@ def _panel_script(messages: list[dict], body: dict) -> str:
 
 
 # Written by hand from the episode (seed 0, shard 0, 1 episode of IVRE-v0: blickets 1, 2; context panels {8}
-# dark, {2, 6, 8} lit, {4, 6, 9} dark, {2, 4, 8} lit) and the rules: context rounds 1-4, trials asked in rounds
-# 4-9, "Your answer is wrong." before every later round, nothing after round 10. (The scripted model: belief =
+# dark, {2, 6, 8} lit, {4, 6, 9} dark, {2, 4, 8} lit) and the rules: context rounds 0-3 (the paper numbers rounds
+# from 0), trials asked in rounds 3-8, "Your answer is wrong." before every later round, nothing after round 9. (The scripted model: belief =
 # the panel's objects if it lit, else none; trial in round k = object k - 2.)
 EXPECTED_TRANSCRIPT = """\
 There are nine objects: 1, 2, 3, 4, 5, 6, 7, 8, 9 that can be put on a machine. Up to four of all the objects have \
 a unique property that can activate the machine. Your goal is to find out all the objects that can activate the \
 machine in ten rounds.
 Answer all the following questions in the format of "1, 2, and 3."
-Round 1:
+Round 0:
 8 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
 Your answer is wrong.
-Round 2:
+Round 1:
 2, 6, 8 are on the machine, and the machine is activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are 2, 6, and 8.
 Your answer is wrong.
-Round 3:
+Round 2:
 4, 6, 9 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
 Your answer is wrong.
-Round 4:
+Round 3:
 2, 4, 8 are on the machine, and the machine is activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are 2, 4, and 8.
@@ -317,7 +321,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 2.
 Your answer is wrong.
-Round 5:
+Round 4:
 2 are on the machine, and the machine is activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are 2.
@@ -325,7 +329,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 3.
 Your answer is wrong.
-Round 6:
+Round 5:
 3 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
@@ -333,7 +337,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 4.
 Your answer is wrong.
-Round 7:
+Round 6:
 4 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
@@ -341,7 +345,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 5.
 Your answer is wrong.
-Round 8:
+Round 7:
 5 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
@@ -349,7 +353,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 6.
 Your answer is wrong.
-Round 9:
+Round 8:
 6 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None.
@@ -357,7 +361,7 @@ Now design your own trial, you can put some of the objects on the machine to val
 Question: Which objects will you put on the machine?
 Answer: From 1-9, I will put 7.
 Your answer is wrong.
-Round 10:
+Round 9:
 7 are on the machine, and the machine is not activated.
 Question: Which objects can activate the machine?
 Answer: From 1-9, objects that can activate the machine are None."""

@@ -198,9 +198,9 @@ class EIGScript:
                 msg = messages[i] if i < len(messages) else {}
             r = re.match(r"Round (\d+):\n(.*) (?:are|is) on the machine, and the machine is (activated|not activated)",
                          msg.get("content", ""))
-            if r is None or int(r.group(1)) != k + 1 or msg.get("role") != "user":
-                return self._error(f"expected round {k + 1}, got {msg.get('content')!r}")
-            objs = [] if r.group(2).startswith("No objects") else [int(x) for x in r.group(2).split(", ")]
+            if r is None or int(r.group(1)) != k + tpl.first_round or msg.get("role") != "user":
+                return self._error(f"expected round {k + tpl.first_round}, got {msg.get('content')!r}")
+            objs = [int(x) for x in r.group(2).split(", ")] if r.group(2)[:1].isdigit() else []  # else: empty
             rounds.append((objs, r.group(3) == "activated"))
             k += 1
             asked = messages[: i + 1]

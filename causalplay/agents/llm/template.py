@@ -25,13 +25,14 @@ Timing follows the task (:mod:`causalplay.envs.core`): round ``k`` shows panel `
 then the outcome of the previous round's trial) and asks for the belief; the trial question is asked exactly
 in the rounds whose trial the task runs (rounds ``C..T-1``). Objects are 1-based in the text.
 
-Differences from the public notebook, on purpose (the paper's numbers do not depend on them): rounds are
-numbered from 1 (the notebook printed its 0-based step counter); the trial question is asked in the rounds
-whose trial is run (the notebook asked from its fifth round to its last, so its fourth-round trial was empty and
-its last one was never run); the stray space at the start of the notebook's second round line is dropped; an
-empty panel reads "No objects are on the machine" (the notebook would print " are on the machine").
+The ``"ivre"`` template uses the paper's words, as its appendix-D transcript shows them: rounds are numbered
+from 0 ("Round 0:") and an empty panel reads "None are on the machine". Differences from the public notebook, on
+purpose (the paper's numbers do not depend on them): the trial question is asked in the rounds whose trial is run
+(the notebook asked from its fifth round to its last, so its fourth-round trial was empty and its last one was
+never run); the stray space at the start of the notebook's second round line is dropped.
 
 A template is a :class:`DialogueTemplate`; :data:`TEMPLATES` holds the named ones (``"ivre"``, the paper's;
+``"ivre-clear"``, the same with rounds numbered from 1 and "No objects are on the machine" for an empty panel;
 ``"ivre-cot"``, a chain-of-thought variant; ``"ivre-count"``, which also tells the episode's blicket count as
 the other agents' observation does). Rule wording is per rule name (``rule_text``), so the conjunctive tasks get
 a conjunctive sentence. Make a new template with :func:`dataclasses.replace` or by subclassing.
@@ -99,6 +100,8 @@ class DialogueTemplate:
         Trial question (``{n}``).
     wrong : str
         Sent before the next round when the episode goes on (the guess was wrong).
+    first_round : int
+        The number the first round is given (the paper's transcript counts from 0).
     answer_marker : str or None
         When set, only the text after the last occurrence of this marker is parsed (chain-of-thought
         answers end with ``Answer: ...``); otherwise the whole reply.
@@ -113,13 +116,14 @@ class DialogueTemplate:
     trial: str
     count_text: str = ""
     panel: str = "{objects} are on the machine"
-    empty_panel: str = "No objects are on the machine"
+    empty_panel: str = "None are on the machine"
     activated: str = "activated"
     not_activated: str = "not activated"
     wrong: str = "Your answer is wrong."
     answer_marker: str | None = None
     max_tokens: int = 15
     primers: tuple[str, ...] = field(default=())
+    first_round: int = 0
 
     # -- the messages --------------------------------------------------------------------------------------
     def opening_text(self, n_objects: int, horizon: int, rule: str, max_count: int, count: int) -> str:
@@ -134,9 +138,10 @@ class DialogueTemplate:
             count_text=self.count_text.format(**words), n=n_objects)
 
     def round_text(self, k: int, objects: Sequence[int], lit: bool, n_objects: int) -> str:
-        """Round ``k`` (1-based): panel ``objects`` (1-based numbers) and the belief question."""
+        """The ``k``-th round (``k`` counts from 1; it is shown as ``k - 1 + first_round``): panel ``objects``
+        (1-based numbers) and the belief question."""
         panel = self.panel.format(objects=render_objects(objects)) if len(objects) else self.empty_panel
-        return self.round.format(k=k, panel=panel, state=self.activated if lit else self.not_activated,
+        return self.round.format(k=k - 1 + self.first_round, panel=panel, state=self.activated if lit else self.not_activated,
                                  n=n_objects)
 
     def trial_text(self, n_objects: int) -> str:
@@ -170,6 +175,9 @@ IVRE = DialogueTemplate(
              "I will put"),
 )
 
+#: Our corrected wording: rounds numbered from 1, and an empty panel that says what it means.
+IVRE_CLEAR = dataclasses.replace(IVRE, name="ivre-clear", first_round=1, empty_panel="No objects are on the machine")
+
 #: Chain-of-thought variant: the model reasons, then ends with "Answer: ..." (only that part is parsed).
 IVRE_COT = dataclasses.replace(
     IVRE, name="ivre-cot",
@@ -191,7 +199,7 @@ IVRE_COUNT = dataclasses.replace(
 )
 
 #: name -> template.
-TEMPLATES: dict[str, DialogueTemplate] = {t.name: t for t in (IVRE, IVRE_COT, IVRE_COUNT)}
+TEMPLATES: dict[str, DialogueTemplate] = {t.name: t for t in (IVRE, IVRE_CLEAR, IVRE_COT, IVRE_COUNT)}
 
 
 def get_template(template: str | DialogueTemplate) -> DialogueTemplate:
