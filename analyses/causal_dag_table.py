@@ -25,7 +25,7 @@ import pandas as pd
 @dataclass
 class Config:
     name: str = "causal_dag_table"
-    env_id: str = "causalplay/CausalDAG-v0"
+    env_id: str = "causalplay/CausalDAG-v1"
     agents: tuple[str, ...] = ("expert", "random", "value", "change", "total-corr", "partial-corr", "notears",
                                "bayes", "bayes:target='action'", "bc")
     episodes: int = 1000

@@ -14,8 +14,10 @@ id                                     task
 ``causalplay/EST-v0``                  deprecated: the same as EST-ACRE-v0 (``-Conjunctive-v0``,
                                        ``-Noisy-v0`` likewise), warns
 ``causalplay/Nexiom-v0``               the human task: 4 objects, 2 blickets, conj./disj., free tests, budget 16
-``causalplay/CausalDAG-v0``            Lampinen et al. 2023 causal DAG world: 5 variables, 5 interventions + goal
-``causalplay/CausalDAG-Adaptive-v0``   the DAG world with 10 variables, 5 relevant (several-hot in the obs.)
+``causalplay/CausalDAG-v1``            Lampinen et al. 2023 causal DAG world: 5 variables, 5 interventions + goal
+``causalplay/CausalDAG-Adaptive-v1``   the DAG world with 10 variables, 5 relevant (several-hot in the obs.)
+``causalplay/CausalDAG-v0``            deprecated (``-Adaptive-v0`` likewise): v1 with the goal-phase no-op shown as
+                                       an intervention in the last observation, warns
 ``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
                                        (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
 =====================================  ==================================================================
@@ -51,8 +53,10 @@ _SPECS: dict[str, tuple[str, str | None, dict]] = {
                                       {"rule": "conjunctive"}),
     "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {"noise": 0.1}),
     "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", f"{_VECTOR}:make_nexiom_vec", {}),
-    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {}),
-    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", None, {}),
+    "causalplay/CausalDAG-v1": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {}),
+    "causalplay/CausalDAG-Adaptive-v1": ("causalplay.envs.causal_dag:make_adaptive", None, {}),
+    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {"legacy_goal_obs": True}),
+    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", None, {"legacy_goal_obs": True}),
 }
 
 #: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from causalplay.core.dag import GOAL_ROLE, LEAK, ROLE_NAMES, TARGET_ROLE, leaky, leaky_inv, simulate
+from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, leaky, leaky_inv, simulate, train_keep
 
 from .task import ObsField, ObsLayout
 
@@ -47,6 +47,8 @@ class DAGConfig:
     weight_max: float = 2.0
     n_mc: int = 256
     fold: str | None = None
+    train_rule: str = "ancestor"
+    legacy_goal_obs: bool = False
 
     def __post_init__(self) -> None:
         n_roles = len(ROLE_NAMES)
@@ -64,6 +66,8 @@ class DAGConfig:
             raise ValueError(f"n_explore must be an int >= 0, got {self.n_explore!r}")
         if not self.n_mc >= 1:
             raise ValueError(f"n_mc must be >= 1, got {self.n_mc!r}")
+        if self.train_rule not in ("ancestor", "literal"):
+            raise ValueError(f"train_rule must be 'ancestor' or 'literal', got {self.train_rule!r}")
         if self.fold not in (None, "train", "dev", "test"):
             raise ValueError(f"fold must be None, 'train', 'dev' or 'test', got {self.fold!r}")
 
@@ -94,15 +98,17 @@ def _closure(adj: np.ndarray) -> np.ndarray:
     return reach
 
 
-def sample_structures(rng: np.random.Generator, size: int, split: str = "train") -> np.ndarray:
+def sample_structures(rng: np.random.Generator, size: int, split: str = "train",
+                      train_rule: str = "ancestor") -> np.ndarray:
     """Draw ``size`` 5-role DAGs (adjacency ``[size, 5, 5]`` bool, ``[p, j]`` = edge p -> j) by the paper's
     generator, rejecting until the split's constraint holds.
 
     Generator: a uniform random order of A-E (``train``) or of A-D followed by E (``test``); the number ``i`` of
     independent variables uniform in ``{1, .., 4}``; the first ``i`` in the order get no parents; every other
     variable gets 1 or 2 parents (uniformly; 1 when only one is earlier) uniformly from those earlier in the
-    order. ``train`` keeps a draw iff D is not an ancestor of E; ``test`` iff E has at least one parent and
-    every parent of E is D or a descendant of D.
+    order. ``train`` keeps a draw iff D is not an ancestor of E (``train_rule="ancestor"``) or iff no parent of E
+    is a proper descendant of D (``"literal"``, the appendix's words; :func:`causalplay.core.dag.train_keep`);
+    ``test`` iff E has at least one parent and every parent of E is D or a descendant of D.
     """
     n = len(ROLE_NAMES)
     out = np.zeros((size, n, n), dtype=bool)
@@ -128,7 +134,7 @@ def sample_structures(rng: np.random.Generator, size: int, split: str = "train")
                 adj[np.nonzero(sel)[0], rank[sel, r], child[sel]] = True
         anc = _closure(adj)
         if split == "train":
-            ok = ~anc[:, TARGET_ROLE, GOAL_ROLE]
+            ok = train_keep(adj, anc, train_rule, TARGET_ROLE, GOAL_ROLE)
         else:
             par = adj[:, :, GOAL_ROLE]
             down = anc[:, TARGET_ROLE, :].copy()
@@ -212,13 +218,13 @@ class CausalDAGBatch:
     def _draw_adj(self, m: int) -> np.ndarray:
         cfg = self.config
         if cfg.fold is None:
-            return sample_structures(self.rng, m, cfg.split)
+            return sample_structures(self.rng, m, cfg.split, cfg.train_rule)
         from causalplay.core.metrics import assign_split
 
         out = np.zeros((m, 5, 5), dtype=bool)
         todo = np.arange(m)
         while todo.size:
-            adj = sample_structures(self.rng, todo.size, cfg.split)
+            adj = sample_structures(self.rng, todo.size, cfg.split, cfg.train_rule)
             ok = np.array([assign_split(structure_key(a)) == cfg.fold for a in adj])
             out[todo[ok]] = adj[ok]
             todo = todo[~ok]
@@ -345,7 +351,9 @@ class CausalDAGBatch:
         obs = self._obs
         obs[rows, L["prev_values"]] = self.initial[rows, t]
         interv = torch.zeros(len(rows), N, dtype=torch.float64)
-        interv[torch.arange(len(rows)), a[rows] % N] = val
+        # the block shows the intervention carried out: none when the goal-phase action named the goal itself
+        shown = idx >= 0 if not self.config.legacy_goal_obs else torch.ones_like(idx, dtype=torch.bool)
+        interv[torch.arange(len(rows)), a[rows] % N] = torch.where(shown, val, 0.0)
         obs[rows, L["prev_intervention"]] = interv
         obs[rows, L["outcome"]] = out
         nxt = (t + 1).clamp_max(self.horizon - 1)
@@ -443,7 +451,10 @@ class CausalDAGEnv(gym.Env):
     noise variables. The goal is the variable playing role E.
 
     ## Version History
-    * v0: initial release.
+    * v1: after a goal-phase action that names the goal variable (carried out as no intervention) the last
+      observation's intervention block is 0, not +-4 on the goal; ``train_rule`` offers the appendix's literal
+      constraint on E's parents (``"literal"``; default ``"ancestor"``, unchanged).
+    * v0: initial release (deprecated: ``legacy_goal_obs=True``; episodes, rewards and scores equal v1's).
     """
 
     metadata = {"render_modes": []}
@@ -452,6 +463,12 @@ class CausalDAGEnv(gym.Env):
         kwargs = _check_config_kwargs(kwargs)
         kwargs.setdefault("n_variables", 10 if kwargs.get("adaptive") else 5)
         self.config = DAGConfig(**kwargs)
+        if self.config.legacy_goal_obs:
+            import warnings
+
+            warnings.warn("causalplay/CausalDAG-v0 and CausalDAG-Adaptive-v0 are deprecated: use the -v1 ids (the "
+                          "same episodes; the last observation's intervention block fixed)", DeprecationWarning,
+                          stacklevel=2)
         N = self.config.n_variables
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.config.obs_size,), np.float32)
         self.action_space = spaces.Discrete(2 * N)
@@ -487,5 +504,5 @@ class CausalDAGEnv(gym.Env):
 
 
 def make_adaptive(**kwargs) -> CausalDAGEnv:
-    """``causalplay/CausalDAG-Adaptive-v0``: 10 variables, 5 relevant (keyword arguments as CausalDAGEnv)."""
+    """``causalplay/CausalDAG-Adaptive-v1``: 10 variables, 5 relevant (keyword arguments as CausalDAGEnv)."""
     return CausalDAGEnv(adaptive=True, **kwargs)

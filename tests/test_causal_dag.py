@@ -21,6 +21,7 @@ from causalplay.envs.causal_dag import (
 from gymnasium.utils.env_checker import check_env
 
 import causalplay  # noqa: F401  (registers the ids)
+from causalplay.core.dag import ancestors, count_structures, enumerate_structures
 from causalplay.core.dag_posterior import (
     Data,
     NIGPrior,
@@ -32,15 +33,15 @@ from causalplay.core.dag_posterior import (
     structure_loglik,
     suff_stats,
 )
-from causalplay.core.dag import ancestors, count_structures, enumerate_structures
 
-DAG_IDS = ["causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0"]
+DAG_IDS = ["causalplay/CausalDAG-v1", "causalplay/CausalDAG-Adaptive-v1"]
 
 
 def test_registered_ids():
     from causalplay.envs import DAG_ENV_IDS, ENV_IDS
 
-    assert tuple(DAG_IDS) == DAG_ENV_IDS and not set(DAG_IDS) & set(ENV_IDS)
+    assert DAG_ENV_IDS == (*DAG_IDS, "causalplay/CausalDAG-v0", "causalplay/CausalDAG-Adaptive-v0")  # v0: deprecated
+    assert not set(DAG_ENV_IDS) & set(ENV_IDS)
     assert all(i in gym.registry for i in DAG_IDS)
 
 
@@ -74,16 +75,16 @@ def test_same_seed_same_rollout(env_id):
 
 
 def test_single_env_is_batch_of_one():
-    env = gym.make("causalplay/CausalDAG-v0", split="test").unwrapped
+    env = gym.make("causalplay/CausalDAG-v1", split="test").unwrapped
     env.reset(seed=11)
-    b = make_batch("causalplay/CausalDAG-v0", 1, seed=11, split="test")
+    b = make_batch("causalplay/CausalDAG-v1", 1, seed=11, split="test")
     b.reset()
     assert torch.equal(env._batch.W, b.W) and torch.equal(env._batch.eps_out, b.eps_out)
 
 
 # -- mechanics -------------------------------------------------------------------------------------------------
 def test_episode_timing_observation_and_reward():
-    b = make_batch("causalplay/CausalDAG-v0", 64, seed=0, linear=False)
+    b = make_batch("causalplay/CausalDAG-v1", 64, seed=0, linear=False)
     obs = b.reset()
     L = b.obs_layout
     assert b.horizon == 6 and obs.shape == (64, 25)
@@ -120,7 +121,7 @@ def test_episode_timing_observation_and_reward():
 
 
 def test_goal_action_on_goal_is_no_intervention_and_linear_goal_values_closed_form():
-    b = make_batch("causalplay/CausalDAG-v0", 200, seed=1, linear=True, split="test")
+    b = make_batch("causalplay/CausalDAG-v1", 200, seed=1, linear=True, split="test")
     b.reset()
     # closed form: E[x | do(x_i = v)] with zero-mean noise solves x = W^T x off i, x_i = v
     W = b.W.numpy()
@@ -144,7 +145,7 @@ def test_goal_action_on_goal_is_no_intervention_and_linear_goal_values_closed_fo
 
 
 def test_nonlinear_goal_values_match_monte_carlo():
-    b = make_batch("causalplay/CausalDAG-v0", 4, seed=2, split="test", n_mc=4096)
+    b = make_batch("causalplay/CausalDAG-v1", 4, seed=2, split="test", n_mc=4096)
     b.reset()
     rng = np.random.default_rng(0)
     e = rng.normal(size=(4, 20000, 5)) * np.sqrt(b.noise_var.numpy())[:, None]
@@ -160,7 +161,7 @@ def test_leaky_roundtrip():
 
 
 def test_reset_rows_only_resamples_those():
-    b = make_batch("causalplay/CausalDAG-v0", 6, seed=0)
+    b = make_batch("causalplay/CausalDAG-v1", 6, seed=0)
     b.reset()
     W = b.W.clone()
     b.step(torch.zeros(6, dtype=torch.long))
@@ -207,10 +208,13 @@ def test_structure_counts_against_brute_force():
     assert enumerate_structures(5).size == len(dags) == 13956
     edges = [c for c in dags if any(c)]
     train = [c for c in edges if not _is_anc(c, 3, 4)]
-    test = [c for c in edges if c[4] and all(p == 3 or _is_anc(c, 3, p) for p in c[4])]
+    test = [c for c in edges if c[4] and all(p == 3 or _is_anc(c, 3, p) for p in c[4])
+            and not any(4 in ps for ps in c)]  # the test generator puts E last: E has no children
+    literal = [c for c in edges if not any(_is_anc(c, 3, p) for p in c[4])]  # no parent of E below D
     assert count_structures(None) == len(edges) == 13955
     assert count_structures("train") == len(train) == 8740
-    assert count_structures("test") == len(test) == 3292
+    assert count_structures("test") == len(test) == 1715
+    assert count_structures("train", train_rule="literal") == len(literal) == 11489
     # the paper's 1,277 is none of these readings: up to relabelling A, B, C (pure-python canonical forms)
     canon = {min(tuple(tuple(sorted(p[q] for q in c[p.index(j)])) for j in range(5))
                  for p in [list(x) + [3, 4] for x in itertools.permutations(range(3))])
@@ -225,7 +229,7 @@ def test_structure_counts_against_brute_force():
 
 def test_sampler_respects_the_splits_and_reaches_the_enumerated_support():
     rng = np.random.default_rng(0)
-    for split, n_support in (("train", 8740), ("test", 3292)):
+    for split, n_support in (("train", 8740), ("test", 1715)):
         adj = sample_structures(rng, 30000, split)
         anc = ancestors(adj)
         assert (adj.sum(1) <= 2).all() and not anc[:, np.arange(5), np.arange(5)].any() and adj.any((1, 2)).all()
@@ -233,14 +237,14 @@ def test_sampler_respects_the_splits_and_reaches_the_enumerated_support():
             assert not anc[:, 3, 4].any()
         else:
             down = anc[:, 3] | (np.arange(5) == 3)
-            assert adj[:, :, 4].any(1).all() and not (adj[:, :, 4] & ~down).any()
+            assert adj[:, :, 4].any(1).all() and not (adj[:, :, 4] & ~down).any() and not adj[:, 4].any()
         keys = {structure_key(a) for a in adj}
         # every sampled structure is admissible (checked above) and the sampler spreads over the support
         assert 0.5 * n_support < len(keys) <= n_support
 
 
 def test_test_split_weights_favour_the_target_path():
-    b = make_batch("causalplay/CausalDAG-v0", 500, seed=3, split="test")
+    b = make_batch("causalplay/CausalDAG-v1", 500, seed=3, split="test")
     b.reset()
     adj = b.adj5.numpy()
     W = b.W.numpy()
@@ -359,7 +363,7 @@ def test_weight_posterior_against_pyro_svi():
 
 
 def test_posterior_concentrates_on_the_true_structure():
-    b = make_batch("causalplay/CausalDAG-v0", 32, seed=4, linear=True, n_explore=40)
+    b = make_batch("causalplay/CausalDAG-v1", 32, seed=4, linear=True, n_explore=40)
     b.reset()
     for t in range(40):
         b.step(torch.full((32,), t % 10))
@@ -445,7 +449,7 @@ def test_eig_prefers_the_informative_intervention():
 def test_expected_goal_linear_matches_closed_form_for_known_structure():
     """With a posterior concentrated on one structure (lots of data), the MC posterior expected goal equals the
     closed-form linear prediction with the posterior-mean weights (within MC error)."""
-    b = make_batch("causalplay/CausalDAG-v0", 4, seed=6, linear=True, n_explore=60)
+    b = make_batch("causalplay/CausalDAG-v1", 4, seed=6, linear=True, n_explore=60)
     b.reset()
     for t in range(60):
         b.step(torch.full((4,), t % 10))
@@ -464,7 +468,7 @@ def test_regression_agents_match_numpy():
     from causalplay.agents.dag import PartialCorrAgent, TotalCorrAgent
 
     def play(cls):
-        b = make_batch("causalplay/CausalDAG-v0", 3, seed=0, linear=True)
+        b = make_batch("causalplay/CausalDAG-v1", 3, seed=0, linear=True)
         obs = b.reset()
         ag = cls(0)
         ag.reset(TaskInfo.from_env(b), obs)
@@ -493,7 +497,7 @@ def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
     from causalplay.bench import run_episodes
 
     def run(agent):
-        return run_episodes("causalplay/CausalDAG-v0", agent, 40, seed=0, env_kwargs={"split": "test"})
+        return run_episodes("causalplay/CausalDAG-v1", agent, 40, seed=0, env_kwargs={"split": "test"})
 
     ex = run("expert")
     assert ex.pct_optimal.eq(1).all() and ex.match.all()
@@ -502,13 +506,13 @@ def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
 
 
 def test_bad_input_raises():
-    b = make_batch("causalplay/CausalDAG-v0", 2, seed=0)
+    b = make_batch("causalplay/CausalDAG-v1", 2, seed=0)
     b.reset()
     with pytest.raises(ValueError, match="integer tensor"):
         b.step(torch.zeros(2))
     with pytest.raises(ValueError, match=r"\[0, 10\)"):
         b.step(torch.tensor([0, 10]))
-    env = gym.make("causalplay/CausalDAG-v0").unwrapped
+    env = gym.make("causalplay/CausalDAG-v1").unwrapped
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
     env.reset(seed=0)
@@ -519,7 +523,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="n_variables"):
         DAGConfig(n_variables=7)
     with pytest.raises(TypeError, match="unknown argument"):
-        gym.make("causalplay/CausalDAG-v0", goal=3)
+        gym.make("causalplay/CausalDAG-v1", goal=3)
     from causalplay.agents import make_agent
 
     with pytest.raises(ValueError, match="unknown dag agent 'oracle'"):
@@ -535,7 +539,7 @@ def test_bad_input_raises():
 def test_fold_restricts_structures_by_stable_hash():
     from causalplay.core.metrics import assign_split
 
-    b = make_batch("causalplay/CausalDAG-v0", 50, seed=0, fold="dev")
+    b = make_batch("causalplay/CausalDAG-v1", 50, seed=0, fold="dev")
     b.reset()
     assert all(assign_split(structure_key(a)) == "dev" for a in b.adj5.numpy())
 
@@ -560,12 +564,12 @@ def test_bench_cli_runs_the_dag_loop(tmp_path):
 
     from causalplay.cli import app
 
-    res = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "expert,change",
+    res = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v1", "--agents", "expert,change",
                                    "--episodes", "6", "--seeds", "1", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads((tmp_path / "results.json").read_text())
     assert len(rows) == 2 * 2 * 2 and all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
-    bad = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v0", "--agents", "oracle"])
+    bad = CliRunner().invoke(app, ["bench", "--env", "causalplay/CausalDAG-v1", "--agents", "oracle"])
     assert bad.exit_code != 0 and "unknown dag agent" in bad.output
 
 
@@ -578,3 +582,34 @@ def test_docs_example_runs():
     assert code
     for i, src in enumerate(code):
         exec(compile(src, f"causal-dag.md[{i}]", "exec"), {})
+
+
+def test_v1_shows_no_intervention_when_the_goal_phase_names_the_goal_and_v0_still_shows_it():
+    import warnings
+
+    for env_id, shown in (("causalplay/CausalDAG-v1", 0.0), ("causalplay/CausalDAG-v0", 4.0)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            b = make_batch(env_id, 4, seed=0)
+        assert any(issubclass(x.category, DeprecationWarning) for x in w) == env_id.endswith("v0")
+        obs = b.reset()
+        for _ in range(b.n_explore):
+            obs, *_ = b.step(torch.zeros(4, dtype=torch.long))
+        obs, *_ = b.step(b.goal + b.N)  # +4 on the goal itself: carried out as no intervention
+        block = obs[:, b.layout["prev_intervention"].slice]
+        assert torch.equal(block.abs().sum(1), torch.full((4,), shown, dtype=block.dtype))
+
+
+def test_literal_train_rule_keeps_d_to_e_edges_and_leaves_e_parentless_less_often():
+    from causalplay.core.dag import count_structures
+
+    rng = np.random.default_rng(1)
+    anc_rule, literal = sample_structures(rng, 20000, "train"), sample_structures(rng, 20000, "train", "literal")
+    assert not ancestors(anc_rule)[:, 3, 4].any()
+    below_d = ancestors(literal)[:, 3]  # proper descendants of D
+    assert not (literal[:, :, 4] & below_d).any() and literal[:, 3, 4].any()
+    parentless = [float((~a[:, :, 4].any(1)).mean()) for a in (anc_rule, literal)]
+    assert parentless[1] < parentless[0] - 0.05  # the issue measured 64.2% vs 54.8%
+    assert count_structures("train", train_rule="literal") > count_structures("train")
+    with pytest.raises(ValueError, match="train_rule must be 'ancestor' or 'literal', got 'loose'"):
+        DAGConfig(train_rule="loose")

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 __all__ = ["ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "leaky", "leaky_inv", "simulate", "StructureSpace",
-           "parent_sets", "enumerate_structures", "ancestors", "count_structures", "count_up_to_relabelling"]
+           "parent_sets", "enumerate_structures", "ancestors", "count_structures", "train_keep",
+           "count_up_to_relabelling"]
 
 
 #: The paper's variable names; roles ``A..E`` of the 5-variable SCM.
@@ -143,13 +144,15 @@ def enumerate_structures(n: int = 5, max_parents: int = 2) -> StructureSpace:
 
 
 def count_structures(split: str | None = None, n: int = 5, target: int = 3, goal: int = 4,
-                     at_least_one_edge: bool = True) -> int:
+                     at_least_one_edge: bool = True, train_rule: str = "ancestor") -> int:
     """How many structures the environment's generator can produce.
 
     ``split=None``: every DAG with at most 2 parents per variable (at least one edge if ``at_least_one_edge``;
-    the generator always has 1-4 independent variables, so at least one edge). ``"train"``: those in which
-    ``target`` (D) is not an ancestor of ``goal`` (E). ``"test"``: those in which E has a parent and every
-    parent of E is D or a descendant of D.
+    the generator always has 1-4 independent variables, so at least one edge). ``"train"``: with
+    ``train_rule="ancestor"`` those in which ``target`` (D) is not an ancestor of ``goal`` (E); with ``"literal"``
+    (the appendix's words) those in which no parent of E is a proper descendant of D (D itself may be one).
+    ``"test"``: those in which E has a parent, every parent of E is D or a descendant of D, and E has no children
+    (the test generator puts E last).
     """
     space = enumerate_structures(n)
     adj = space.adj.numpy()
@@ -157,16 +160,28 @@ def count_structures(split: str | None = None, n: int = 5, target: int = 3, goal
     if split is None:
         return int(keep.sum())
     anc = ancestors(adj)
+    par = adj[:, :, goal]
     if split == "train":
-        keep &= ~anc[:, target, goal]
+        keep &= train_keep(adj, anc, train_rule, target, goal)
     elif split == "test":
         down = anc[:, target, :].copy()
         down[:, target] = True
-        par = adj[:, :, goal]
-        keep &= par.any(1) & ~(par & ~down).any(1)
+        keep &= par.any(1) & ~(par & ~down).any(1) & ~adj[:, goal, :].any(1)
     else:
         raise ValueError(f"split must be None, 'train' or 'test', got {split!r}")
     return int(keep.sum())
+
+
+def train_keep(adj: np.ndarray, anc: np.ndarray, rule: str = "ancestor", target: int = 3, goal: int = 4) -> np.ndarray:
+    """Which structures ``adj [m, n, n]`` (ancestors ``anc``) are training structures: ``"ancestor"`` -- D is not an
+    ancestor of E (no causal path D -> E at all); ``"literal"`` -- no parent of E is a proper descendant of D, as
+    the appendix words it ("the test goal variable is constrained to not have parents that are descendants of the
+    test intervention target"), which still allows the edge D -> E."""
+    if rule == "ancestor":
+        return ~anc[:, target, goal]
+    if rule == "literal":
+        return ~(adj[:, :, goal] & anc[:, target, :]).any(1)
+    raise ValueError(f"train_rule must be 'ancestor' or 'literal', got {rule!r}")
 
 
 def count_up_to_relabelling(adj: np.ndarray, fixed: tuple[int, ...] = (3, 4), connected: bool = False) -> int:

@@ -20,7 +20,7 @@ from torch import nn
 __all__ = ["expert_trajectories", "train_bc"]
 
 
-def expert_trajectories(n_episodes: int, seed: int, env_id: str = "causalplay/CausalDAG-v0", linear: bool = False,
+def expert_trajectories(n_episodes: int, seed: int, env_id: str = "causalplay/CausalDAG-v1", linear: bool = False,
                         split: str = "train", **env_kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     """``n_episodes`` expert episodes: observations ``[E, T, d]`` (float32) and actions ``[E, T]`` (long)."""
     from causalplay.agents.dag import ExpertAgent
@@ -40,7 +40,7 @@ def expert_trajectories(n_episodes: int, seed: int, env_id: str = "causalplay/Ca
 
 
 def train_bc(out: str | Path, n_episodes: int = 20000, epochs: int = 20, seed: int = 0, hidden: int = 128,
-             lr: float = 3e-3, batch: int = 256, env_id: str = "causalplay/CausalDAG-v0", linear: bool = False,
+             lr: float = 3e-3, batch: int = 256, env_id: str = "causalplay/CausalDAG-v1", linear: bool = False,
              log=print) -> Path:
     """Behaviour cloning (cross-entropy on every step's expert action) on ``n_episodes`` train-split expert
     episodes; writes ``policy.pt`` and ``train.json`` (budget, losses, accuracies) under ``out``."""
