@@ -29,9 +29,10 @@ MAX_BODIES, BUDGET = 10, 100
 
 @functools.lru_cache(maxsize=4096)
 def _task(tier: str, template: int, index: int) -> PhysicsTask:
-    path = Path("runs/physics") / f"tasks-{tier}-{len(TEMPLATES)}x{N_TASKS}.pkl"
-    if path.exists():  # the cached tier (``load_tasks``): no search needed
-        return load_tasks(tier)[template * N_TASKS + index]
+    if (Path("runs/physics") / f"tasks-{tier}.pkl").exists():  # the cached pool (``load_tasks``): no search
+        pool = {t.key: t for t in load_tasks(tier)}
+        if f"{template:02d}:{index:03d}" in pool:
+            return pool[f"{template:02d}:{index:03d}"]
     return make_task(tier, template, index)
 
 

@@ -28,13 +28,14 @@ from causalplay.core.metrics import stable_unit, template_folds
 from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, simulate
 from .physics_sim import GOAL as G_
 
-__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "PhysicsTask", "to_balls", "make_task", "make_tasks",
-           "load_tasks", "action_set", "folds", "task_split"]
+__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "PhysicsTask", "to_balls", "make_task",
+           "make_tasks", "load_tasks", "action_set", "folds", "task_split"]
 
 TIERS = {"B": 1, "2B": 2}
 RMIN, RMAX = 0.25, 1.0
 N_TASKS = 100
 SEARCH = 3000  # actions tried per draw before it is rejected as unsolved
+ACTIONS = 500  # size of the fixed ranked action set (PHYRE: 10,000)
 
 
 @dataclass(frozen=True)
@@ -330,22 +331,26 @@ def make_tasks(tier: str, templates=None, n: int = N_TASKS) -> list[PhysicsTask]
     return [make_task(tier, t, i) for t in templates for i in range(n)]
 
 
-def load_tasks(tier: str, cache: str | Path = "runs/physics", executor=None) -> list[PhysicsTask]:
-    """Every task of ``tier``, generated once (in parallel when given an executor) and cached as a pickle."""
-    path = Path(cache) / f"tasks-{tier}-{len(_T)}x{N_TASKS}.pkl"
+def load_tasks(tier: str, cache: str | Path = "runs/physics", executor=None, templates=None,
+               n: int = N_TASKS) -> list[PhysicsTask]:
+    """The task pool of ``tier`` in the folder ``cache`` (``tasks-<tier>.pkl``): read when present, else tasks
+    ``0..n-1`` of ``templates`` (default all, 100 each) generated -- in parallel when given an executor -- and
+    written there."""
+    path = Path(cache) / f"tasks-{tier}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
-    if executor is None:
-        tasks = make_tasks(tier)
-    else:
-        futs = [executor.submit(make_tasks, tier, [t]) for t in range(len(_T))]
-        tasks = [x for f in futs for x in f.result()]
+    templates = range(len(_T)) if templates is None else templates
+    futs = [executor.submit(make_tasks, tier, [t], n) for t in templates] if executor is not None else None
+    tasks = []
+    for k, t in enumerate(templates):  # progress: tasks are generated template by template
+        tasks += futs[k].result() if futs else make_tasks(tier, [t], n)
+        print(f"[{tier}] template {TEMPLATES[t]}: {n} tasks ({k + 1}/{len(templates)})", flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(tasks))
     return tasks
 
 
-def action_set(tier: str, n: int = 1000, seed: int = 0) -> np.ndarray:
+def action_set(tier: str, n: int = ACTIONS, seed: int = 0) -> np.ndarray:
     """The tier's fixed action set ``[n, 3m]`` (uniform in ``[0, 1]``; PHYRE ranks 10,000), the same on every
     machine for a given ``seed``."""
     if tier not in TIERS:

@@ -10,7 +10,16 @@ import pandas as pd
 import pytest
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, invalid, render, simulate
-from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, action_set, folds, make_task, task_split, to_balls
+from causalplay.envs.physics_templates import (
+    ACTIONS,
+    N_TASKS,
+    TEMPLATES,
+    action_set,
+    folds,
+    make_task,
+    task_split,
+    to_balls,
+)
 from gymnasium.utils.env_checker import check_env
 
 IDS = {"causalplay/PhysicsB-v0": "causalplay.envs.physics:make_b",
@@ -109,7 +118,7 @@ def test_folds_are_deterministic_and_partition_the_tasks():
     assert task_split("B", "03:017", 4, "within") == task_split("B", "03:017", 4, "within")
     with pytest.raises(ValueError, match="fold"):
         task_split("B", "03:017", 10, "within")
-    assert np.array_equal(action_set("2B"), action_set("2B")) and action_set("2B").shape == (1000, 6)
+    assert np.array_equal(action_set("2B"), action_set("2B")) and action_set("2B").shape == (ACTIONS, 6)
 
 
 def test_auccess_of_a_hand_written_success_curve():

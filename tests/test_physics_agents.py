@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, simulate
-from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, PhysicsTask, make_task
+from causalplay.envs.physics_templates import PhysicsTask, make_task
 from causalplay.models.physics import PhysicsPrior, log_weights
 
 from causalplay.agents.physics import PhysicsAgent, SsupAgent, _sim, make_physics_agent
@@ -71,7 +71,7 @@ def cache(tmp_path_factory):
     """A small tier-B task cache: 12 tasks of each of three templates (the evaluator reads the same file name)."""
     path = tmp_path_factory.mktemp("physics")
     tasks = [make_task("B", t, i) for t in (0, 2, 10) for i in range(12)]
-    (path / f"tasks-B-{len(TEMPLATES)}x{N_TASKS}.pkl").write_bytes(pickle.dumps(tasks))
+    (path / "tasks-B.pkl").write_bytes(pickle.dumps(tasks))
     return str(path)
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from causalplay.envs.physics_sim import W, invalid, simulate
-from causalplay.envs.physics_templates import TIERS, PhysicsTask, action_set, to_balls
+from causalplay.envs.physics_templates import ACTIONS, TIERS, PhysicsTask, action_set, load_tasks, to_balls
 from causalplay.models.physics import PhysicsPrior, log_weights, sample_prior, simulate_particles
 
 __all__ = ["PhysicsAgent", "RandAgent", "MemAgent", "SsupAgent", "PHYSICS_AGENTS", "make_physics_agent",
            "outcomes", "POOL"]
 
-POOL = 12  # training-pool tasks per template whose outcomes on the whole action set are simulated
+POOL = 6  # training-pool tasks per template whose outcomes on the whole action set are simulated
 
 
 def _outcome_rows(tier: str, tasks: list[PhysicsTask], actions: np.ndarray) -> np.ndarray:
@@ -38,13 +38,15 @@ def _outcome_rows(tier: str, tasks: list[PhysicsTask], actions: np.ndarray) -> n
     return out
 
 
-def outcomes(tier: str, tasks: list[PhysicsTask], cache: str | Path = "runs/physics", executor=None,
-             n_actions: int = 1000) -> tuple[list[str], np.ndarray]:
-    """Outcomes of the tier's fixed action set on the training pool (task indices ``< POOL`` of every template):
-    ``(keys, int8 [n_pool, n_actions])`` with 1 solved, 0 not, -1 invalid; simulated once and cached."""
-    pool = [t for t in tasks if int(t.key.split(":")[1]) < POOL]
+def outcomes(tier: str, cache: str | Path = "runs/physics", executor=None,
+             n_actions: int = ACTIONS) -> tuple[list[str], np.ndarray]:
+    """Outcomes of the tier's fixed action set on the training pool (task indices ``< POOL`` of every template in
+    the cached task pool, :func:`~causalplay.envs.physics_templates.load_tasks`): ``(keys, int8 [n_pool,
+    n_actions])`` with 1 solved, 0 not, -1 invalid; simulated once and cached beside the tasks. Agents keep the
+    rows of their fold's training tasks."""
+    pool = [t for t in load_tasks(tier, cache) if int(t.key.split(":")[1]) < POOL]
     keys = [t.key for t in pool]
-    path = Path(cache) / f"outcomes-{tier}-{len(pool)}x{n_actions}.npz"
+    path = Path(cache) / f"outcomes-{tier}-{n_actions}.npz"
     if path.exists():
         return keys, np.load(path)["o"]
     acts = action_set(tier, n_actions)
@@ -109,14 +111,14 @@ class MemAgent(PhysicsAgent):
     name = "mem"
 
     def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, weight: float = 5.0,
-                 n_actions: int = 1000):
+                 n_actions: int = ACTIONS):
         super().__init__(tier, seed, cache)
         self.online, self.weight, self.actions = online, weight, action_set(tier, n_actions)
         self.name = "mem-o" if online else "mem"
 
     def train(self, tasks, setting):
         super().train(tasks, setting)
-        keys, o = outcomes(self.tier, tasks, self.cache, n_actions=len(self.actions))
+        keys, o = outcomes(self.tier, self.cache, n_actions=len(self.actions))
         keep = set(t.key for t in tasks)
         rows = np.array([k in keep for k in keys])
         tmpl = np.array([int(k.split(":")[0]) for k in keys])[rows]
@@ -180,12 +182,15 @@ def _candidates(scene: np.ndarray, comp: np.ndarray, m: int, rng) -> tuple[np.nd
         size = np.where(body[:, 0] == 0, body[:, 3], np.maximum(body[:, 3], body[:, 4]) / 2)
         r = rng.uniform(0.25, 1.0, K)
         side = np.where(rel == 1, -1.0, 1.0)
-        x = np.where(rel == 0, body[:, 1] + rng.normal(0, 0.6, K) * size,
-                     body[:, 1] + side * (size + r + rng.uniform(0.0, 0.6, K)))
-        y = np.where(rel == 0, body[:, 2] + size + r + rng.uniform(0.05, 3.0, K),
-                     body[:, 2] + rng.uniform(-0.2, 1.5, K) * size)
+        x = np.where(rel == 0, body[:, 1] + rng.normal(0, 1.0, K) * (size + r),
+                     body[:, 1] + side * (size + r + rng.uniform(0.0, 1.5, K)))
+        y = np.where(rel == 0, body[:, 2] + size + r + rng.uniform(0.05, 4.0, K),
+                     body[:, 2] + rng.uniform(-0.5, 2.0, K))
         out[:, j] = np.stack([x / W, y / W, (r - 0.25) / 0.75], 1)
-    return np.clip(out.reshape(K, 3 * m), 0, 1), comp
+    out = out.reshape(K, 3 * m)
+    uniform = rng.random(K) < 0.1  # a little mass everywhere: no action is ruled out a priori
+    out[uniform] = rng.random((int(uniform.sum()), 3 * m))
+    return np.clip(out, 0, 1), comp
 
 
 def _kinds(scene: np.ndarray) -> np.ndarray:
@@ -223,13 +228,13 @@ class SsupAgent(PhysicsAgent):
 
     name = "ssup"
 
-    def __init__(self, tier, seed=0, cache="runs/physics", n_cand: int = 16, n_sims: int = 2, rounds: int = 3,
+    def __init__(self, tier, seed=0, cache="runs/physics", n_cand: int = 16, n_sims: int = 2, rounds: int = 4,
                  accept: float = 0.5, decay: float = 0.5, tabu: float = 0.04, particles: int = 8,
-                 noise: float = 0.1, hierarchical: bool = True):
+                 noise: float = 0.03, hierarchical: bool = True, calib_sd: float = 1.0):
         super().__init__(tier, seed, cache)
         self.n_cand, self.n_sims, self.rounds, self.accept, self.decay, self.tabu = (n_cand, n_sims, rounds,
                                                                                     accept, decay, tabu)
-        self.P, self.hierarchical = particles, hierarchical
+        self.P, self.hierarchical, self.calib_sd = particles, hierarchical, calib_sd
         self.prior = PhysicsPrior(noise=noise)
         self.sims = 0
 
@@ -239,9 +244,10 @@ class SsupAgent(PhysicsAgent):
         super().train(tasks, setting)
         kinds = len(ROLES) * len(RELATIONS)
         self.counts = {None: np.ones(kinds)}
+        self.physics = self._calibrate(tasks) if tasks else None
         if not self.hierarchical:
             return
-        keys, o = outcomes(self.tier, tasks, self.cache)
+        keys, o = outcomes(self.tier, self.cache)
         acts, by_key = action_set(self.tier), {t.key: t for t in tasks}
         for k, row in zip(keys, o, strict=True):
             if k not in by_key or not (row == 1).any():
@@ -251,6 +257,33 @@ class SsupAgent(PhysicsAgent):
             c = c / c.sum()  # each task counts once, whatever its number of solutions
             self.counts[None] = self.counts[None] + c
             self.counts[t.template] = self.counts.get(t.template, 0) + c
+
+    def _calibrate(self, tasks, n_tasks: int = 16, n_particles: int = 128) -> dict:
+        """The physics overhypothesis: likelihood weighting of ``n_particles`` prior draws on simulated attempts
+        in ``n_tasks`` training-pool tasks (for each, the first action of the fixed set that solved it in
+        training: an attempt where bodies collide, so its trajectory is informative); test tasks start from
+        ``particles`` draws of this posterior."""
+        parts, logw = sample_prior(n_particles, self.rng, self.prior), np.zeros(n_particles)
+        keys, o = outcomes(self.tier, self.cache)
+        by_key, acts, used = {t.key: t for t in tasks}, action_set(self.tier), 0
+        for k, row in zip(keys, o, strict=True):
+            if used == n_tasks or k not in by_key or not (row == 1).any():
+                continue
+            t, balls = by_key[k], to_balls(acts[np.argmax(row == 1)])
+            real = simulate(t.scene, balls, record=self.prior.record, check=False)
+            dyn = np.concatenate([t.scene[:, 6] > 0, np.ones(len(balls), bool)])
+            logw += log_weights(_sim(t.scene, balls), dyn, parts, real.traj[:, dyn, :2], real.solved,
+                                PhysicsPrior(noise=0.0, obs_sd=self.calib_sd))
+            used += 1
+        w = np.exp(logw - logw.max())
+        return {k: v for k, v in parts.items()} | {"w": w / w.sum()}
+
+    def _draw_physics(self) -> dict:
+        if self.physics is None:
+            return sample_prior(self.P, self.rng, self.prior)
+        idx = self.rng.choice(len(self.physics["w"]), self.P, p=self.physics["w"])
+        return {k: v[idx] * np.exp(0.05 * self.rng.standard_normal(self.P)) for k, v in self.physics.items()
+                if k != "w"}
 
     def _kind_of(self, scene, action) -> int:
         """The action kind of one (first) ball: nearest dynamic body's role x where the ball is relative to it."""
@@ -262,7 +295,7 @@ class SsupAgent(PhysicsAgent):
 
     def begin(self, tasks):
         super().begin(tasks)
-        self.belief = [sample_prior(self.P, self.rng, self.prior) for _ in tasks]
+        self.belief = [self._draw_physics() for _ in tasks]
         self.logw = [np.zeros(self.P) for _ in tasks]
         self.weights, self.chosen = [], np.zeros(len(tasks), dtype=np.int64)
         for t in tasks:
@@ -288,7 +321,7 @@ class SsupAgent(PhysicsAgent):
         for b in np.flatnonzero(active):
             scene, best, best_p = self.tasks[b].scene, None, -1.0
             failed = np.array([a for a, s in self.tried[b] if not s]).reshape(-1, 3 * self.m)
-            for _ in range(self.rounds):
+            for _ in range(self.rounds if len(self.tried[b]) < 10 else 1):  # long failures: cheaper attempts
                 w = self.weights[b] + 1e-3 / len(self.weights[b])
                 comp = self.rng.choice(len(w), 4 * self.n_cand, p=w / w.sum())
                 acts, comp = _candidates(scene, comp, self.m, self.rng)
@@ -340,18 +373,9 @@ PHYSICS_AGENTS = {"rand": RandAgent, "mem": MemAgent, "mem-o": lambda *a, **k: M
                   "dqn": _dqn(False), "dqn-o": _dqn(True), "ssup": SsupAgent}
 
 
-def make_physics_agent(spec: str, tier: str, seed: int = 0, cache: str = "runs/physics") -> PhysicsAgent:
-    """An agent from a spec ``name:key=value`` (names: :data:`PHYSICS_AGENTS`)."""
-    from . import _parse_value, _split_outside_quotes  # the package's spec grammar
+def make_physics_agent(spec, tier: str, seed: int = 0, cache: str = "runs/physics") -> PhysicsAgent:
+    """An agent from a spec ``name:key=value`` (:mod:`causalplay.core.specs`; names: :data:`PHYSICS_AGENTS`)."""
+    from causalplay.core.specs import parse_spec
 
-    name, *opts = _split_outside_quotes(spec.strip(), ":", "agent spec")
-    if name not in PHYSICS_AGENTS:
-        raise ValueError(f"unknown physics agent {name!r} in {spec!r}; expected one of {list(PHYSICS_AGENTS)}")
-    kw = {}
-    for opt in opts:
-        k, sep, v = opt.partition("=")
-        if not sep or not k.strip().isidentifier():
-            raise ValueError(f"agent option {opt!r} in {spec!r} must look like key=value")
-        kw[k.strip()] = _parse_value(v.strip(), opt, spec)
-    return PHYSICS_AGENTS[name](tier, seed, cache, **kw)
-
+    s = parse_spec(spec, PHYSICS_AGENTS, "physics agent")
+    return PHYSICS_AGENTS[s.name](tier, seed, cache, **s.kwargs)

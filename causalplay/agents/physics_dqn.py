@@ -6,8 +6,8 @@ stride-2 convolutions; the action through an MLP with one hidden layer of 512 un
 bias per channel (FiLM) applied before the last convolution block; global average pooling; a linear logit.
 Training: cross-entropy on batches with equal numbers of solving and failing attempts, Adam, the learning rate
 annealed to 0 on a half cosine. PHYRE's DQN trains a ResNet-18 on 100,000 attempts per task; this one trains on
-the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 12 tasks per template x 1,000
-actions) for ``steps`` batches.
+the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 6 tasks per template x 500
+actions) for ``steps`` batches of 64.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ class PhysicsNet(nn.Module):
     """``forward(img [n, 7, RES, RES], action [n, 3m]) -> logit [n]``; :meth:`trunk` and :meth:`head` split it so
     one scene's features are computed once when ranking many actions."""
 
-    def __init__(self, m: int, ch: int = 64):
+    def __init__(self, m: int, ch: int = 32):
         super().__init__()
         self.ch = ch
-        self.conv = nn.Sequential(nn.Conv2d(7, 16, 4, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 4, 2, 1), nn.ReLU(),
-                                  nn.Conv2d(32, ch, 4, 2, 1), nn.ReLU())
+        self.conv = nn.Sequential(nn.Conv2d(7, 8, 4, 2, 1), nn.ReLU(), nn.Conv2d(8, 16, 4, 2, 1), nn.ReLU(),
+                                  nn.Conv2d(16, ch, 4, 2, 1), nn.ReLU())
         self.act = nn.Sequential(nn.Linear(3 * m, 512), nn.ReLU(), nn.Linear(512, 2 * ch))
         self.last = nn.Sequential(nn.Conv2d(ch, ch, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                   nn.Linear(ch, 1))
@@ -60,7 +60,7 @@ class PhysicsNet(nn.Module):
         return self.head(self.trunk(img), action)
 
 
-def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 800, batch: int = 128,
+def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
               lr: float = 3e-3, cache: str = "runs/physics") -> PhysicsNet:
     """Train on the outcomes of the training pool restricted to ``tasks``; writes ``out/model.pt`` and
     ``out/config.json`` (loaded instead of retrained when present)."""
@@ -69,7 +69,7 @@ def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 800
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
-    keys, o = outcomes(tier, tasks, cache)
+    keys, o = outcomes(tier, cache)
     keep = {t.key: t for t in tasks}
     rows = [i for i, k in enumerate(keys) if k in keep]
     imgs, o = images([keep[keys[i]] for i in rows]), o[rows]
@@ -80,7 +80,7 @@ def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 800
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     net.train()
-    for _ in range(steps):
+    for _ in range(steps if len(pos) and len(neg) else 0):  # no solving (or no failing) attempt: nothing to fit
         pick = np.concatenate([pos[gen.integers(0, len(pos), batch // 2)], neg[gen.integers(0, len(neg), batch // 2)]])
         y = torch.as_tensor(o[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32)
         loss = nn.functional.binary_cross_entropy_with_logits(net(imgs[pick[:, 0]], acts[pick[:, 1]]), y)
@@ -92,7 +92,7 @@ def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 800
     torch.save(net.state_dict(), out / "model.pt")
     (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
                                                  "lr": lr, "tasks": len(rows), "positives": int(len(pos)),
-                                                 "final_loss": loss.item()}))
+                                                 "final_loss": loss.item() if len(pos) and len(neg) else None}))
     return net.eval()
 
 
@@ -106,7 +106,7 @@ class DqnAgent(MemAgent):
     updated network.
     """
 
-    def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, steps: int = 800,
+    def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, steps: int = 300,
                  updates: int = 10, lr_online: float = 1e-3):
         super().__init__(tier, seed, cache, online=online)
         self.name, self.steps, self.updates, self.lr_online = ("dqn-o" if online else "dqn"), steps, updates, lr_online
