@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+DEMO_STAMP := $(VENV)/.demo-stamp
 PIP    := $(PY) -m pip install -q -c constraints.txt
 
 .PHONY: setup system-deps demo test lint layers bench mutants clean
@@ -27,7 +28,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) -e ".[all,dev]"
 	touch $(STAMP)
 
-demo: setup
+# The demo needs the package alone (no extras): a first `make demo` installs torch (CPU) and the core stack only.
+$(DEMO_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PIP) torch==2.13.0 numpy==1.26.4
+	$(PIP) -e .
+	touch $(DEMO_STAMP)
+
+demo:
+	@if [ ! -f $(STAMP) ] || [ pyproject.toml -nt $(STAMP) ] || [ constraints.txt -nt $(STAMP) ]; then $(MAKE) $(DEMO_STAMP); fi
 	$(VENV)/bin/causalplay demo
 
 test: setup layers

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_demo_writes_results(tmp_path):
     r = CliRunner().invoke(app, ["demo", "--out", str(tmp_path), "--bench-episodes", "50"])
     assert r.exit_code == 0, r.output
+    assert "backward blocking: AB lit; A lit" in r.output  # each scenario shows its evidence
+    assert "Wilcoxon" not in r.output and "p=" not in r.output  # no test statistic from a couple of seeds
     res = json.loads((tmp_path / "results.json").read_text())
     # Backward blocking (disjunctive, p = 1/3): B returns to its prior.
     assert abs(res["backward blocking"]["blicket_prob"][1] - 1 / 3) < 1e-12
