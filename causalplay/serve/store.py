@@ -43,8 +43,9 @@ DEFAULT_DB = "sqlite:///causalplay-serve.db"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 PARTICIPANT_EXPORT_COLUMNS = ("participant", "rule", "true_blickets", "judged_blickets", "blickets_correct",
-                              "rule_choice", "rule_correct", "n_tests", "round_seconds", "completed", "task",
-                              "condition", "episode_seed", "comprehension_attempts", "started_at", "finished_at")
+                              "rule_choice", "rule_correct", "n_tests", "n_objects", "round_seconds", "completed",
+                              "task", "condition", "episode_seed", "comprehension_attempts", "started_at",
+                              "finished_at")
 TEST_EXPORT_COLUMNS = ("participant", "test", "objects_on", "lit", "seconds_since_previous", "source")
 
 
@@ -220,7 +221,7 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
                 "participant": pid, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
                 "blickets_correct": str(set(judged.split()) == set(p.true_blickets.split())).lower(),
                 "rule_choice": choice, "rule_correct": str(choice == p.rule).lower(),
-                "n_tests": len(p.tests),
+                "n_tests": len(p.tests), "n_objects": p.n_objects,
                 "round_seconds": _fmt(p.finished_at - p.task_started_at) if done and p.task_started_at else "",
                 "completed": str(done).lower(), "task": p.task, "condition": p.condition,
                 "episode_seed": p.episode_seed, "comprehension_attempts": p.check_attempts,
