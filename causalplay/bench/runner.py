@@ -213,7 +213,7 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
                    disable=not progress)
         slots = getattr(executor, "slots", None)
         limit = 2 * slots if slots else len(todo)  # lazy submission: Ctrl-C has little to cancel
-        queue, pending = iter(todo), set()
+        queue, pending, running = iter(todo), set(), {}
 
         def harvest(done: set) -> None:
             for f in done:
@@ -226,11 +226,14 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
                             version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)},
                             dialogues=res.get("dialogues"))
                 bar.update(res["shard"].size)
+                running.pop(f, None)
 
         try:
             while True:
                 while len(pending) < limit and (s := next(queue, None)) is not None:
-                    pending.add(executor.submit(run_shard, s, env_kwargs))
+                    f = executor.submit(run_shard, s, env_kwargs)
+                    pending.add(f)
+                    running[f] = (s, time.monotonic())
                     done = {f for f in pending if f.done()}  # the serial executor finishes inside submit:
                     pending -= done                          # write before the next shard starts
                     harvest(done)
@@ -241,6 +244,12 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
                 # does not end a blocking wait; without a timeout the run carried on until a shard finished.
                 done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                 harvest(done)
+                # a slow agent (NOTEARS, a language model) can hold a shard for minutes: say what is running
+                if running:
+                    s, t = min(running.values(), key=lambda v: v[1])
+                    bar.set_postfix_str(f"{len(running)} shard(s) running, oldest {s.agent} on {s.env.split('/')[-1]} "
+                                        f"for {time.monotonic() - t:.0f} s", refresh=False)
+                bar.refresh()
         except BaseException:
             for f in pending:
                 f.cancel()
