@@ -332,7 +332,7 @@ def _csv_logger(out: Path, resume: bool):
     return Logger(str(out), [fmt])
 
 
-def _make_callback(cfg: TrainConfig, out: Path, state: dict, verbose: bool):
+def _make_callback(cfg: TrainConfig, out: Path, state: dict):
     from stable_baselines3.common.callbacks import BaseCallback
 
     class Checkpoints(BaseCallback):
@@ -389,10 +389,9 @@ def _make_callback(cfg: TrainConfig, out: Path, state: dict, verbose: bool):
                 self._save(lambda p: m.get_vec_normalize_env().save(p), "last_vecnormalize.pkl")
             self._save(lambda p: Path(p).write_text(json.dumps(self.state)), "state.json")
             plot_curves({cfg.name: out}, out / "learning_curve.png")
-            if verbose:
-                print(f"{cfg.name} {m.num_timesteps:>10,} steps  {rate:7.0f} steps/s  eval Acc "
-                      f"{100 * ev['episode_acc']:5.1f}% R {ev['episode_reward']:6.2f}{'  best' if best else ''}",
-                      flush=True)
+            print(f"{cfg.name} {m.num_timesteps:>10,} steps  {rate:7.0f} steps/s  eval Acc "  # one line per row
+                  f"{100 * ev['episode_acc']:5.1f}% R {ev['episode_reward']:6.2f}{'  best' if best else ''}",
+                  flush=True)
             self.mark, self.episodes = (m.num_timesteps, time.perf_counter()), []
 
         def _save(self, write, name: str) -> None:
@@ -437,7 +436,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     model.set_logger(_csv_logger(out, resume=saved is not None))
     try:
         if model.num_timesteps < cfg.steps:
-            model.learn(cfg.steps - model.num_timesteps, callback=_make_callback(cfg, out, state, progress),
+            model.learn(cfg.steps - model.num_timesteps, callback=_make_callback(cfg, out, state),
                         log_interval=None, reset_num_timesteps=False, progress_bar=progress)
     finally:
         env.close()
