@@ -20,11 +20,14 @@ from causalplay.bench import run_benchmark, summarise, table
 from causalplay.bench.executors import make_executor
 
 ENVS, AGENTS, EPISODES, SEEDS, SHARD = ["causalplay/IVRE-v0"], ["random", "eig"], 40, [0, 1], 20
+#: the causal-DAG family through the same runner: 4 variants (split x linearity) x 2 agents x 2 seeds x 2 shards
+DAG = dict(envs=["causalplay/CausalDAG-v1"], agents=["random", "change"], episodes=20, seeds=[0, 1], shard=10)
 
 
-def small_table(out: Path, executor, **kw) -> str:
+def small_table(out: Path, executor, envs=ENVS, agents=AGENTS, episodes=EPISODES, seeds=SEEDS, shard=SHARD,
+                **kw) -> str:
     """The test benchmark into ``out``; returns ``table.csv``'s text (also written there)."""
-    df = run_benchmark(ENVS, AGENTS, EPISODES, SEEDS, out, shard_size=SHARD, executor=executor, progress=False,
+    df = run_benchmark(envs, agents, episodes, seeds, out, shard_size=shard, executor=executor, progress=False,
                        **kw)
     text = table(summarise(df)).to_csv(index=False)
     (out / "table.csv").write_text(text)
@@ -37,6 +40,7 @@ def ray_local(out: Path) -> dict:
     before = set(Path(tempfile.gettempdir()).glob("causalplay-ray-*"))
     t0 = time.perf_counter()
     small_table(out, "ray", workers=2)
+    small_table(out / "dag", "ray", workers=2, **DAG)
     left = set(Path(tempfile.gettempdir()).glob("causalplay-ray-*")) - before
     return {"seconds": time.perf_counter() - t0, "ray_still_up": ray.is_initialized(),
             "temp_left": [str(p) for p in left]}

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench_cluster_run import AGENTS, ENVS, EPISODES, SEEDS, SHARD, small_table
+from bench_cluster_run import AGENTS, DAG, ENVS, EPISODES, SEEDS, SHARD, small_table
 
 HERE = Path(__file__).resolve().parent
 HAVE = {m: importlib.util.find_spec(m) is not None for m in ("ray", "distributed")}
@@ -52,7 +52,9 @@ def cluster_runs(tmp_path_factory):
             rec = json.loads(line[len("RESULT "):])
             results[rec["part"]] = rec
     serial = small_table(root / "serial", "serial")
-    return {"root": root, "home": home, "results": results, "serial": serial, "log": r.stderr[-3000:]}
+    serial_dag = small_table(root / "serial" / "dag", "serial", **DAG)
+    return {"root": root, "home": home, "results": results, "serial": serial, "serial_dag": serial_dag,
+            "log": r.stderr[-3000:]}
 
 
 def _check(runs, part, module):
@@ -69,6 +71,9 @@ def _check(runs, part, module):
 def test_ray_local_head_same_table(cluster_runs):
     rec = _check(cluster_runs, "ray-local", "ray")
     assert not rec["ray_still_up"] and rec["temp_left"] == []  # own cluster stopped, its temp dir removed
+    # the causal-DAG table too, byte for byte (every family goes through the same runner)
+    dag = (cluster_runs["root"] / "ray-local" / "dag" / "table.csv").read_text()
+    assert dag == cluster_runs["serial_dag"] and dag.count("\n") == 1 + 4 * 2
 
 
 def test_ray_two_node_cluster_same_table_and_ctrl_c(cluster_runs):
