@@ -1,0 +1,28 @@
+"""MkDocs hook: lay the package out as installed before mkdocstrings reads it.
+
+``models/`` and ``envs/`` install as ``causalplay.models`` and ``causalplay.envs`` (``package-dir`` in
+pyproject.toml), a mapping griffe does not follow. The hook builds ``build/docs-src/causalplay`` from symlinks
+(every entry of ``causalplay/`` plus ``models`` and ``envs``), which ``mkdocs.yml`` gives mkdocstrings as its
+search path, the way ``make layers`` lays out a copy for import-linter.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def on_config(config, **kwargs):
+    pkg = ROOT / "build" / "docs-src" / "causalplay"
+    shutil.rmtree(pkg, ignore_errors=True)
+    pkg.mkdir(parents=True)
+    links = {p.name: p for p in (ROOT / "causalplay").iterdir() if p.name not in ("models", "envs")}
+    links.update(models=ROOT / "models", envs=ROOT / "envs")
+    for name, target in links.items():
+        if target.is_file():  # a copy: griffe resolves links, and the package's own folder must be this one
+            shutil.copy2(target, pkg / name)
+        else:
+            (pkg / name).symlink_to(target)
+    return config
