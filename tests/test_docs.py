@@ -20,7 +20,7 @@ DOCS = ROOT / "docs"
 # human-data.md's example is a full NUTS fit (~160 s here); its workflow runs in tests/test_fit_analysis.py
 # through the analysis script's smoke setting instead.
 PAGES = ["inference.md", "environments.md", "pixels.md", "perception.md", "llm.md", "overhypotheses.md",
-         "serve.md"]
+         "serve.md", "data-schema.md", "architecture.md", "benchmark.md", "causal-dag.md"]
 EXPECT = re.compile(r"#[^#]*?->\s*(\S.*?)\s*$")
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -72,7 +72,7 @@ def run_checked(src: str, name: str) -> int:
 
 
 # pages whose examples print deterministic values: at least this many outputs are shown and checked
-MIN_CHECKED = {"inference.md": 11, "overhypotheses.md": 1}
+MIN_CHECKED = {"inference.md": 11, "overhypotheses.md": 1, "data-schema.md": 7, "architecture.md": 3}
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -150,3 +150,16 @@ def test_tutorial_runs_and_prints_its_committed_outputs(name, tmp_path):
             check_output(new, old, f"{name} code cell {i}")
     plots = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
     assert plots == sum("image/png" in o.get("data", {}) for c in committed.cells for o in c.get("outputs", []))
+
+
+def test_citation_and_changelog_follow_the_version():
+    """CITATION.cff names the package version; the changelog has a section for it (or Unreleased for a .dev)."""
+    from causalplay.core._version import __version__
+
+    cff = (ROOT / "CITATION.cff").read_text()
+    assert re.search(rf"^version: {re.escape(__version__)}$", cff, re.M), "CITATION.cff's version is stale"
+    log = (ROOT / "CHANGELOG.md").read_text()
+    release = __version__.split(".dev")[0]
+    heading = r"## \[Unreleased\]" if ".dev" in __version__ else rf"## \[{re.escape(release)}\]"
+    assert re.search(heading, log), f"CHANGELOG.md has no section for {__version__}"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
