@@ -30,60 +30,96 @@ Every Blicket id has a single env (``gymnasium.make``) and a native vector env (
 
 from __future__ import annotations
 
+from functools import partial
+
 import gymnasium
 
-__all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "make_batch"]
+__all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "make_batch", "task_factory"]
 
 _BLICKET = "causalplay.envs.blicket"
-_VECTOR = "causalplay.envs.vector"
 
-#: id -> (single entry point, vector entry point or None, kwargs). Strings only, so `import causalplay` stays
-#: cheap. Without a vector entry point gymnasium.make_vec loops single envs (SyncVectorEnv).
-_SPECS: dict[str, tuple[str, str | None, dict]] = {
-    "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec", {}),
-    "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec",
-                                       {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
-    "causalplay/IVRE-Noisy-v0": (f"{_BLICKET}:make_ivre", f"{_VECTOR}:make_ivre_vec", {"noise": 0.1}),
-    "causalplay/EST-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {}),
-    "causalplay/EST-Conjunctive-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {"rule": "conjunctive"}),
-    "causalplay/EST-Noisy-v1": (f"{_BLICKET}:make_est", f"{_VECTOR}:make_est_vec", {"noise": 0.1}),
-    "causalplay/EST-ACRE-v0": (f"{_BLICKET}:make_est_acre", f"{_VECTOR}:make_est_acre_vec", {}),
-    "causalplay/EST-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {}),
-    "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec",
-                                      {"rule": "conjunctive"}),
-    "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est_v0", f"{_VECTOR}:make_est_v0_vec", {"noise": 0.1}),
-    "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", f"{_VECTOR}:make_nexiom_vec", {}),
-    "causalplay/CausalDAG-v1": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {}),
-    "causalplay/CausalDAG-Adaptive-v1": ("causalplay.envs.causal_dag:make_adaptive", None, {}),
-    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", None, {"legacy_goal_obs": True}),
-    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", None, {"legacy_goal_obs": True}),
+#: id -> (single-env entry point, kwargs). Strings only, so importing this registry stays cheap. Every id but the
+#: DAG ones (a Discrete action space) also has the native vector env: ``gymnasium.make_vec`` runs one batched Task.
+_SPECS: dict[str, tuple[str, dict]] = {
+    "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", {}),
+    "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
+    "causalplay/IVRE-Noisy-v0": (f"{_BLICKET}:make_ivre", {"noise": 0.1}),
+    "causalplay/EST-v1": (f"{_BLICKET}:make_est", {}),
+    "causalplay/EST-Conjunctive-v1": (f"{_BLICKET}:make_est", {"rule": "conjunctive"}),
+    "causalplay/EST-Noisy-v1": (f"{_BLICKET}:make_est", {"noise": 0.1}),
+    "causalplay/EST-ACRE-v0": (f"{_BLICKET}:make_est_acre", {}),
+    "causalplay/EST-v0": (f"{_BLICKET}:make_est_v0", {}),
+    "causalplay/EST-Conjunctive-v0": (f"{_BLICKET}:make_est_v0", {"rule": "conjunctive"}),
+    "causalplay/EST-Noisy-v0": (f"{_BLICKET}:make_est_v0", {"noise": 0.1}),
+    "causalplay/Nexiom-v0": ("causalplay.envs.nexiom:NexiomEnv", {}),
+    "causalplay/CausalDAG-v1": ("causalplay.envs.causal_dag:CausalDAGEnv", {}),
+    "causalplay/CausalDAG-Adaptive-v1": ("causalplay.envs.causal_dag:make_adaptive", {}),
+    "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", {"legacy_goal_obs": True}),
+    "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", {"legacy_goal_obs": True}),
+    "causalplay/Overhypothesis-v0": ("causalplay.envs.overhypothesis:make_overhypothesis", {}),
 }
 
-#: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
-ENV_IDS = tuple(i for i in _SPECS if not i.startswith("causalplay/CausalDAG"))
 #: The causal-DAG ids (Lampinen et al. 2023; a Discrete action space and their own Task, ``CausalDAGBatch``).
 DAG_ENV_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/CausalDAG"))
-
 #: Tasks whose gymnasium episode is a *sequence* of machines (kept out of ENV_IDS: the single-machine benchmark
-#: and its generic tests do not apply). id -> (single entry point, vector entry point, kwargs).
-_SEQUENCE_SPECS: dict[str, tuple[str, str, dict]] = {
-    "causalplay/Overhypothesis-v0": ("causalplay.envs.overhypothesis:make_overhypothesis",
-                                     "causalplay.envs.overhypothesis:make_overhypothesis_vec", {}),
-}
-SEQUENCE_IDS = tuple(_SEQUENCE_SPECS)
+#: and its generic tests do not apply).
+SEQUENCE_IDS = ("causalplay/Overhypothesis-v0",)
+#: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
+ENV_IDS = tuple(i for i in _SPECS if i not in DAG_ENV_IDS + SEQUENCE_IDS)
 
-for _id, (_entry, _vec, _kwargs) in {**_SPECS, **_SEQUENCE_SPECS}.items():
+
+
+def _make_vec(num_envs: int = 1, *, env_id: str, **kwargs):
+    from .vector import make_vec
+
+    return make_vec(num_envs, env_id=env_id, **kwargs)
+
+
+for _id, (_entry, _kwargs) in _SPECS.items():
     if _id not in gymnasium.registry:
-        gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=_vec, kwargs=dict(_kwargs))
+        gymnasium.register(id=_id, entry_point=_entry, kwargs=dict(_kwargs),
+                           vector_entry_point=None if _id in DAG_ENV_IDS else partial(_make_vec, env_id=_id))
+
+
+def task_factory(env_id: str, **kwargs):
+    """``(batch_size, rng) -> Task``: the one place a registered symbolic id becomes a batched Task (used by
+    :func:`make_batch`, the native vector envs and the SB3 vector env). ``rng`` is a numpy Generator, or one per
+    row. ``kwargs`` override the id's keyword arguments."""
+    if env_id not in _SPECS:
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + DAG_ENV_IDS + SEQUENCE_IDS}")
+    entry, base = _SPECS[env_id]
+    kw = {**base, **kwargs}
+    name = entry.rsplit(":", 1)[-1]
+    if env_id in SEQUENCE_IDS:
+        from .overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
+
+        return lambda B, rng: OverhypothesisBatch(OVERHYPOTHESIS, B, rng, **kw)
+    if env_id in DAG_ENV_IDS:
+        from .causal_dag import CausalDAGBatch, CausalDAGEnv
+
+        config = CausalDAGEnv(**kw, **({"adaptive": True} if name == "make_adaptive" else {})).config
+        return lambda B, rng: CausalDAGBatch(config, B, rng)
+    if name == "NexiomEnv":
+        from .nexiom_core import NexiomBatch
+
+        return lambda B, rng: NexiomBatch(B, rng, **kw)
+    from . import blicket
+    from .core import BlicketBatch
+
+    if name == "make_est_v0":
+        blicket.warn_est_v0()
+    obs_mode = kw.pop("obs_mode", "panel")
+    config = blicket.configure({"make_ivre": blicket.IVRE, "make_est": blicket.EST}.get(name, blicket.EST_ACRE), **kw)
+    return lambda B, rng: BlicketBatch(config, B, rng, obs_mode=obs_mode)
 
 
 def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
-    """The batched engine (a :class:`causalplay.envs.task.Task`) of a registered symbolic id.
+    """The batched engine (a :class:`causalplay.envs.task.Task`) of a registered id.
 
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS`, :data:`DAG_ENV_IDS` or :data:`SEQUENCE_IDS`.
+        One of :data:`ENV_IDS`, :data:`DAG_ENV_IDS`, :data:`SEQUENCE_IDS` or a pixel id.
     batch_size : int
     seed : int or sequence of int, optional
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
@@ -98,25 +134,11 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     """
     import numpy as np
 
-    if env_id in _SEQUENCE_SPECS:
-        from .overhypothesis import make_task
-
-        return make_task({**_SEQUENCE_SPECS[env_id][2], **kwargs})(batch_size, np.random.default_rng(seed))
     if env_id not in _SPECS:
         pixels = _pixel_module()
         if pixels is not None and env_id in pixels.PIXEL_IDS:  # rendered by Blender on demand
             return pixels.make_pixel_batch(env_id, batch_size, seed=seed, **kwargs)
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of "
-                         f"{ENV_IDS + DAG_ENV_IDS + SEQUENCE_IDS}")
-    from . import vector
-
-    entry, _, base = _SPECS[env_id]
-    if "causal_dag" in entry:
-        from .causal_dag import CausalDAGBatch, CausalDAGEnv
-
-        env = CausalDAGEnv(**{**base, **({"adaptive": True} if entry.endswith("make_adaptive") else {}), **kwargs})
-        return CausalDAGBatch(env.config, batch_size, np.random.default_rng(seed))
-    return vector.task_factory(entry, {**base, **kwargs})(batch_size, np.random.default_rng(seed))
+    return task_factory(env_id, **kwargs)(batch_size, np.random.default_rng(seed))
 
 
 def _pixel_module():

@@ -31,7 +31,7 @@ from .sampling import Episodes, TaskConfig
 from .task import ObsLayout, as_rows, batch_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
-           "make_overhypothesis_vec", "RULE_PER"]
+           "RULE_PER"]
 
 #: One machine of the sequence: IVRE with both rules and 2-4 blickets.
 OVERHYPOTHESIS = TaskConfig(name="Overhypothesis", n_blickets=(2, 3, 4), n_context=4, context_size=(1, 4),
@@ -315,17 +315,3 @@ def observation_space(batch: OverhypothesisBatch) -> spaces.Space:
 def make_overhypothesis(**kwargs) -> OverhypothesisEnv:
     """``causalplay/Overhypothesis-v0`` (keyword arguments as :class:`OverhypothesisEnv`)."""
     return OverhypothesisEnv(**kwargs)
-
-
-def make_task(kwargs: dict):
-    """``(batch_size, rng) -> OverhypothesisBatch`` for the registry's keyword arguments."""
-    kw = dict(kwargs)
-    return lambda B, rng: OverhypothesisBatch(OVERHYPOTHESIS, B, rng, **kw)
-
-
-def make_overhypothesis_vec(num_envs: int = 1, **kwargs):
-    """``gymnasium.make_vec("causalplay/Overhypothesis-v0", num_envs)``: native, one batched task."""
-    from .vector import TaskVectorEnv
-
-    single = OverhypothesisEnv(**kwargs)
-    return TaskVectorEnv(make_task(kwargs), num_envs, single.observation_space, single.action_space)

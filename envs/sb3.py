@@ -34,19 +34,9 @@ class SB3VecEnv(VecEnv):
     def __init__(self, env_id: str, num_envs: int, **kwargs):
         import gymnasium as gym
 
-        from . import _SEQUENCE_SPECS, _SPECS
-        from .vector import task_factory
+        from . import task_factory
 
-        if env_id in _SEQUENCE_SPECS:  # Overhypothesis-v0: one SB3 episode is a sequence of machines (meta-RL)
-            from .overhypothesis import make_task
-
-            self._factory = make_task({**_SEQUENCE_SPECS[env_id][2], **kwargs})
-        elif env_id not in _SPECS:
-            raise ValueError(f"unknown environment id {env_id!r}; expected one of "
-                             f"{tuple(_SPECS) + tuple(_SEQUENCE_SPECS)}")
-        else:
-            entry, _, base = _SPECS[env_id]
-            self._factory = task_factory(entry, {**base, **kwargs})
+        self._factory = task_factory(env_id, **kwargs)  # Overhypothesis-v0: one SB3 episode is a sequence (meta-RL)
         single = gym.make(env_id, **kwargs).unwrapped
         self.render_mode = None
         super().__init__(num_envs, single.observation_space, single.action_space)

@@ -20,8 +20,7 @@ from gymnasium.vector.utils import batch_space
 
 from .task import Task, as_rows, validate_action
 
-__all__ = ["TaskVectorEnv", "task_factory", "make_ivre_vec", "make_est_vec", "make_est_acre_vec",
-           "make_est_v0_vec", "make_nexiom_vec"]
+__all__ = ["TaskVectorEnv", "make_vec"]
 
 
 def _numpy(obs):
@@ -99,62 +98,12 @@ class TaskVectorEnv(VectorEnv):
 
 
 # -- the registered ids -----------------------------------------------------------------------------------
-def task_factory(entry: str, kwargs: dict) -> Callable:
-    """``(batch_size, rng) -> Task`` for a registered single-env entry point and its keyword arguments."""
-    from . import blicket
+def make_vec(num_envs: int = 1, *, env_id: str, **kwargs) -> TaskVectorEnv:
+    """``gymnasium.make_vec(env_id, num_envs)`` of every registered id but the DAG ones: one batched Task
+    (:func:`causalplay.envs.task_factory`), with the single env's spaces."""
+    import gymnasium
 
-    name = entry.rsplit(":", 1)[-1]
-    if name == "NexiomEnv":
-        from .nexiom_core import NexiomBatch
+    from . import task_factory
 
-        return lambda B, rng: NexiomBatch(B, rng, **kwargs)
-    configs = {"make_ivre": blicket.IVRE, "make_est": blicket.EST, "make_est_acre": blicket.EST_ACRE,
-               "make_est_v0": blicket.EST_ACRE}
-    if name not in configs:
-        raise ValueError(f"no batched task for entry point {entry!r}")
-    kw = dict(kwargs)
-    obs_mode = kw.pop("obs_mode", "panel")
-    config = blicket.configure(configs[name], **kw)
-    from .core import BlicketBatch
-
-    return lambda B, rng: BlicketBatch(config, B, rng, obs_mode=obs_mode)
-
-
-def _blicket_vec(entry: str, num_envs: int, kwargs: dict) -> TaskVectorEnv:
-    from . import blicket
-
-    single = blicket.BlicketEnv(task_factory(entry, kwargs)(1, np.random.default_rng(0)).config,
-                                obs_mode=kwargs.get("obs_mode", "panel"))
-    return TaskVectorEnv(task_factory(entry, kwargs), num_envs, single.observation_space, single.action_space)
-
-
-def make_ivre_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec("causalplay/IVRE-v0", num_envs)`` (and its variants)."""
-    return _blicket_vec("make_ivre", num_envs, kwargs)
-
-
-def make_est_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec("causalplay/EST-v1", num_envs)`` (and its variants)."""
-    return _blicket_vec("make_est", num_envs, kwargs)
-
-
-def make_est_acre_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec("causalplay/EST-ACRE-v0", num_envs)``."""
-    return _blicket_vec("make_est_acre", num_envs, kwargs)
-
-
-def make_est_v0_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec("causalplay/EST-v0", num_envs)`` (deprecated, warns; as EST-ACRE-v0)."""
-    from .blicket import warn_est_v0
-
-    warn_est_v0()
-    return _blicket_vec("make_est_v0", num_envs, kwargs)
-
-
-def make_nexiom_vec(num_envs: int = 1, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec("causalplay/Nexiom-v0", num_envs)``."""
-    from .nexiom import NexiomEnv
-
-    single = NexiomEnv(**kwargs)
-    return TaskVectorEnv(task_factory("NexiomEnv", kwargs), num_envs, single.observation_space,
-                         single.action_space)
+    single = gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+    return TaskVectorEnv(task_factory(env_id, **kwargs), num_envs, single.observation_space, single.action_space)
