@@ -8,6 +8,7 @@ search path, the way ``make layers`` lays out a copy for import-linter.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -26,3 +27,11 @@ def on_config(config, **kwargs):
         else:
             (pkg / name).symlink_to(target)
     return config
+
+
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj|const):(<code>)~?")
+
+
+def on_page_content(html, **kwargs):
+    """Docstrings use Sphinx roles (``:class:`~x.Y```), which Markdown leaves as text: keep only the code."""
+    return _ROLE.sub(r"\1", html)
