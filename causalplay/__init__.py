@@ -7,8 +7,8 @@ The one-line analysis::
     b.blicket_prob, b.rule_prob, b.eig(), b.best_trial()
 
 This module only re-exports (nothing inside the package imports it), and lazily: ``import causalplay`` loads the
-core engine and nothing else -- not the environments, which gymnasium finds through its ``gymnasium.envs``
-entry point (``gymnasium.make("causalplay/IVRE-v0")`` works without importing causalplay first).
+core engine and nothing else -- not the environments: ``import causalplay.envs`` registers the gymnasium ids, or
+name the module in the id, ``gymnasium.make("causalplay.envs:causalplay/IVRE-v0")``.
 """
 
 import importlib
