@@ -81,8 +81,18 @@ def test_svi_fit_idata_score_simulate(split, fits, tmp_path):
     assert (j["rule"] > math.log(0.01)).all()  # (its "<= 0" half was dropped: a log-probability always is)
     with pytest.raises(ValueError, match="not used in fitting"):
         f.score(data)
-    with pytest.warns(ConvergenceWarning, match="SVI"):
-        f.diagnostics()
+    # SVI diagnostics: the ELBO's rise over the last tenth of the steps against its noise, by hand
+    d = f.diagnostics(warn=False)
+    elbo = -np.asarray(f.extra["elbo_losses"])
+    np.testing.assert_array_equal(f.elbo, elbo)
+    a, b = elbo[-20:-10], elbo[-10:]  # 100 steps: tenths of 10
+    assert d["elbo_drift"] == pytest.approx(b.mean() - a.mean(), rel=1e-12)
+    assert d["elbo_drift_se"] == pytest.approx(math.sqrt(a.var(ddof=1) / 10 + b.var(ddof=1) / 10), rel=1e-12)
+    assert d["ok"] == d["elbo_converged"] == (d["elbo_drift"] <= 2 * d["elbo_drift_se"])
+    short = causalplay.fit(data, model="random", method="svi", svi=SVIOptions(steps=30, draws=5))
+    with pytest.warns(ConvergenceWarning, match=r"30 steps are too few .* To change: run longer: "
+                      r"svi=SVIOptions\(steps=100\)"):
+        assert not short.diagnostics()["ok"]
     assert isinstance(f.summary(), pd.DataFrame)
     tab = f.participant_table(0.9)
     assert set(tab["parameter"]) == {"beta", "gamma", "delta", "stop_a"} and (tab["q5"] <= tab["q95"]).all()
@@ -218,17 +228,46 @@ def test_nuts_in_two_processes_and_loud_warnings(split, monkeypatch):
     plain_wait = driver.wait_futures
     monkeypatch.setattr(driver, "wait_futures", lambda fs, timeout, **kw: waited.append((len(fs), timeout))
                         or plain_wait(fs, timeout=timeout, **kw))
-    with pytest.warns(ConvergenceWarning, match="bulk ESS"):
+    with pytest.warns(ConvergenceWarning, match=r"bulk ESS .* To change: .*run longer: nuts=NUTSOptions\(chains=4, "
+                      r"draws=20\)"):
         f = causalplay.fit(data.subset(data.ids[:4]), model="random",
                            nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=2))
     assert f.idata.posterior.sizes["chain"] == 2 and f.idata.posterior.sizes["draw"] == 10
     assert waited and set(waited) == {(2, driver.POLL_SECONDS)}
+    # 10 draws cannot converge: fit went up the retry ladder, same seed, and returns the last attempt; each attempt
+    # is the fit at that target acceptance (what analyses/nexiom_fit.py's nuts_all stage tabulates)
+    assert [a.options.target_accept for a in f.extra["attempts"]] == [0.9, 0.95] and f.options.target_accept == 0.99
+    alone = causalplay.fit(data.subset(data.ids[:4]), model="random", warn=False,
+                           nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=1, target_accept=0.95,
+                                            retry_target_accept=()))
+    assert alone.extra["attempts"] == []
+    assert all(torch.equal(v, alone.raw[k]) for k, v in f.extra["attempts"][1].raw.items())
     assert f.idata.sample_stats["diverging"].dtype == bool
     # Chains start apart (jittered), so they are not copies of each other.
     assert not np.allclose(f.raw["rho_raw"][0], f.raw["rho_raw"][1])
     d = f.diagnostics(warn=False)
     assert {"rhat_max", "ess_bulk_min", "divergences", "ok", "problems", "cpu_seconds"} <= set(d)
     assert not d["ok"]
+
+
+def test_svi_nuts_check_compares_the_group_sites_with_a_short_nuts_fit(split):
+    """Fit.nuts_check: the same model, data and seed by NUTS; z and the sd ratio of every group-level site by hand,
+    and diagnostics(nuts_check=...) reports the largest |z|."""
+    data, _ = split
+    small = data.subset(data.ids[:4])
+    f = causalplay.fit(small, "random", method="svi", svi=SVIOptions(steps=60, draws=50), seed=2)
+    opts = NUTSOptions(chains=2, warmup=20, draws=20, workers=1, retry_target_accept=())
+    chk = f.nuts_check(opts)
+    ref = causalplay.fit(small, "random", nuts=opts, seed=2, warn=False)
+    assert sorted(chk.index) == sorted(f.par.group_sites())
+    for site in chk.index:
+        a, b = f.flat_raw()[site], ref.flat_raw()[site]
+        assert chk.loc[site, "z"] == pytest.approx(float((a.mean() - b.mean()) / b.std()), rel=1e-12)
+        assert chk.loc[site, "sd_ratio"] == pytest.approx(float(a.std() / b.std()), rel=1e-12)
+    d = f.diagnostics(warn=False, nuts_check=opts)
+    worst = chk["z"].abs().idxmax()
+    assert d["nuts_check_worst_site"] == worst and d["nuts_check_max_z"] == pytest.approx(chk.loc[worst, "z"])
+    assert (abs(d["nuts_check_max_z"]) > 2) == any("NUTS sds" in p for p in d["problems"])
 
 
 def test_bad_arguments(split):

@@ -1,5 +1,7 @@
-"""The analysis script: ``--help`` works, ``--data FOLDER`` runs every stage on a tiny folder in the schema (smoke
-settings) and writes its tables and figures, and bad folders fail with a message naming the problem."""
+"""The analysis script and the workflows it runs (causalplay.fitting.workflows): ``--help`` works, ``--data FOLDER``
+runs every stage on a tiny folder in the schema (smoke settings) and writes its tables and figures, a 5-participant
+pilot skips the stages that need more participants and says why, and bad folders fail with a message naming the
+problem."""
 
 import json
 from dataclasses import replace
@@ -11,6 +13,7 @@ import pytest
 from analysis import load_analysis
 
 from causalplay.data import load_nexiom
+from causalplay.fitting import workflows as W
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +28,8 @@ def _write_folder(data, folder: Path) -> Path:
     p = data.participants.copy()
     for c in ("true_blickets", "judged_blickets"):
         p[c] = p[c].map(lambda x: " ".join(map(str, x)))
-    p[["participant", "rule", "true_blickets", "judged_blickets", "rule_choice", "n_tests"]].to_csv(
+    p["n_objects"] = data.n_objects  # the schema needs the number of objects (it is never guessed)
+    p[["participant", "n_objects", "rule", "true_blickets", "judged_blickets", "rule_choice", "n_tests"]].to_csv(
         folder / "participants.csv", index=False)
     t = data.tests.copy()
     t["objects_on"] = t["objects_on"].map(lambda x: " ".join(map(str, x)))
@@ -37,7 +41,7 @@ def test_help(script, capsys):
     with pytest.raises(SystemExit) as e:
         script.main(["--help"])
     assert e.value.code == 0
-    assert "--data FOLDER" in capsys.readouterr().out
+    assert "--data" in capsys.readouterr().out
 
 
 def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
@@ -79,11 +83,11 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     assert (na["ok"] == rule).all() and not na["ok"].any()
     assert (na["draws"] == 10).all() and (na["chains"] == 2).all() and not na["dense_mass"].any()
     assert res["nuts_all"]["all_ok"] is False
-    # a rerun (an interrupted run resumed) skips the attempts already in the table and leaves their rows alone
+    # a rerun (an interrupted run resumed) skips the models already in the table and leaves their rows alone
     before = (out / "nuts_all.csv").read_text()
     capsys.readouterr()
     script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "nuts_all"])
-    assert capsys.readouterr().out.count("already in") == 4
+    assert capsys.readouterr().out.count("already in") == 2
     assert (out / "nuts_all.csv").read_text() == before
     # model recovery resumes the same way: both (true model, data set) rows kept, their confusion unchanged
     before, conf = (out / "model_recovery.csv").read_text(), (out / "confusion.csv").read_text()
@@ -91,12 +95,12 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     assert capsys.readouterr().out.count("already in") == 2
     assert (out / "model_recovery.csv").read_text() == before and (out / "confusion.csv").read_text() == conf
     # ... and refuses to mix in rows scored another way
-    with pytest.raises(ValueError, match="--model-recovery-folds \\[1\\], not 2"):
+    with pytest.raises(ValueError, match="folds \\[1\\], not 2"):
         script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models",
                      "--model-recovery-folds", "2"])
     with pytest.raises(ValueError, match="scores the models"):
         script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models",
-                     "--model-recovery-models", "random,naive"])
+                     "--model-recovery-models", "random", "naive"])
     # parameter recovery too: its one data set kept; a table of SVI refits is not extended with NUTS refits
     before = (out / "recovery_group.csv").read_text(), (out / "recovery_participant.csv").read_text()
     again = ["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "recovery",
@@ -109,11 +113,11 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
 
 
 def test_nuts_all_shares_only_the_parameters_a_model_has(script):
-    assert script._with_shared("random", ("gamma", "stop_a")) == "random+shared(stop_a)"
-    assert script._with_shared("eig_size", ("gamma", "stop_a")) == "eig_size+shared(gamma,stop_a)"
-    assert script._with_shared("eig_sweep", ()) == "eig_sweep"
-    assert script.parse_args(["--nuts-shared", ""]).nuts_shared == ()
-    assert script.parse_args(["--nuts-shared", "stop_a, gamma"]).nuts_shared == ("stop_a", "gamma")
+    assert script.with_shared("random", ("gamma", "stop_a")) == "random+shared(stop_a)"
+    assert script.with_shared("eig_size", ("gamma", "stop_a")) == "eig_size+shared(gamma,stop_a)"
+    assert script.with_shared("eig_sweep", ()) == "eig_sweep"
+    assert script.parse_args(["--nuts-shared"]).nuts_shared == ()
+    assert script.parse_args(["--nuts-shared", "stop_a", "gamma"]).nuts_shared == ("stop_a", "gamma")
     assert script._nuts(script.parse_args(["--nuts-target-accept", "0.95"])).target_accept == 0.95
     assert script._nuts(script.parse_args(["--nuts-dense-mass"])).dense_mass
     assert not script._nuts(script.parse_args([])).dense_mass
@@ -142,7 +146,7 @@ def test_bad_data_folders(script, tmp_path, capsys):
         script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "o")])
 
 
-def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(script):
+def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best():
     from causalplay.fitting import Score
 
     def score(lp):  # two participants, 10 choices in all
@@ -152,41 +156,41 @@ def test_one_se_rule_picks_the_simplest_model_within_one_paired_se_of_the_best(s
     # best: eig_sweep (-10 nats). eig_softmax (-11): per-participant gaps to the best (-1, +2) -> 0.1 nats/choice
     # worse, paired SE sqrt(2) * sd(-1, 2) / 10 = 0.3
     scores = {"eig_sweep": score([-4.0, -6.0]), "eig_softmax": score([-3.0, -8.0]), "random": score([-9.0, -9.0])}
-    assert script._pick_one_se(scores, order) == "eig_softmax"  # 0.1 <= 0.3: one parameter beats three
+    assert W.pick_one_se(scores, order) == "eig_softmax"  # 0.1 <= 0.3: one parameter beats three
     # random: gaps (5, 3) -> 0.8 worse, SE sqrt(2) * sd(5, 3) / 10 = 0.2: out. Widen eig_softmax's gap:
     scores["eig_softmax"] = score([-8.0, -8.0])  # gaps (4, 2): 0.6 worse, SE 0.2 -> out too
-    assert script._pick_one_se(scores, order) == "eig_sweep"
+    assert W.pick_one_se(scores, order) == "eig_sweep"
     # Equally simple models both within one SE: the better held-out score wins, not the place in ``order``.
     # naive (-10.5): gaps (-1, 1.5) -> 0.05 worse, SE sqrt(2) * sd(-1, 1.5) / 10 = 0.25; size (-10.2): gaps
     # (0, 0.2) -> 0.02 worse, SE sqrt(2) * sd(0, 0.2) / 10 = 0.02: both in, both one parameter, size scores better
     order = ("random", "naive", "size", "eig_sweep")
     scores = {"random": score([-9.0, -9.0]), "naive": score([-3.0, -7.5]), "size": score([-4.0, -6.2]),
               "eig_sweep": score([-4.0, -6.0])}
-    assert script._pick_one_se(scores, order) == "size"
+    assert W.pick_one_se(scores, order) == "size"
     # the same pick from the columns of model_recovery.csv (nats per choice, paired SE against the best)
     nats = {"random": 1.8, "naive": 1.05, "size": 1.015, "eig_sweep": 1.0}
     se = {"random": 0.0, "naive": 0.25, "size": 0.02}
-    assert script._one_se_pick(nats, se, order) == "size"
-    assert script._one_se_pick({**nats, "size": 1.03}, se, order) == "naive"  # 0.03 > its SE 0.02: size out
+    assert W.one_se_pick(nats, se, order) == "size"
+    assert W.one_se_pick({**nats, "size": 1.03}, se, order) == "naive"  # 0.03 > its SE 0.02: size out
 
 
-def test_inversion_gives_the_generator_given_the_pick_with_equal_prior_on_generators(script):
+def test_inversion_gives_the_generator_given_the_pick_with_equal_prior_on_generators():
     # A simulated 5 times (picked A 4, B 1), B 10 times (A 2, B 8): P(pick | true) is 0.8 / 0.2 and 0.2 / 0.8,
     # so with generators equally likely P(true A | picked A) = 0.8 / (0.8 + 0.2) = 0.8 -- not the raw column
     # share 4 / 6 that B's extra data sets would give. C is never picked: no row; D generates nothing: no column.
     conf = pd.DataFrame([[4, 1, 0, 0], [2, 8, 0, 0], [0, 5, 0, 0]], index=["A", "B", "C"], columns=list("ABCD"))
-    inv = script._inversion(conf)
+    inv = W.inversion(conf)
     assert list(inv.index) == ["A", "B"] and list(inv.columns) == ["A", "B", "C"]
     # picked B: P(B | A) 0.2, P(B | B) 0.8, P(B | C) 1 -> posterior 0.2 / 2, 0.8 / 2, 1 / 2
     np.testing.assert_allclose(inv.to_numpy(), [[0.8, 0.2, 0.0], [0.1, 0.4, 0.5]], rtol=1e-12)
 
 
-def test_population_labels_are_exact(script):
-    assert script._population_label(None) == "fitted"
-    assert script._population_label({"gamma_mu": -0.3, "beta_mu": 0.0}) == "beta_mu=0;gamma_mu=-0.3"
-    assert script._population_label({"beta_mu": -0.693147}) == "beta_mu=-0.693147"
+def test_population_labels_are_exact():
+    assert W.population_label(None) == "fitted"
+    assert W.population_label({"gamma_mu": -0.3, "beta_mu": 0.0}) == "beta_mu=0;gamma_mu=-0.3"
+    assert W.population_label({"beta_mu": -0.693147}) == "beta_mu=-0.693147"
     # 6 significant digits would call these two the same population
-    a, b = script._population_label({"beta_mu": 0.1234561}), script._population_label({"beta_mu": 0.1234564})
+    a, b = W.population_label({"beta_mu": 0.1234561}), W.population_label({"beta_mu": 0.1234564})
     assert a != b and float(a.split("=")[1]) == 0.1234561
 
 
@@ -197,13 +201,15 @@ def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
     data = d.subset(d.ids[:12])
     cfg = script.SMOKE
     # folds=1: exactly the fit on one stratified split, scored on its held-out part
-    one = script._heldout_scores(cfg, data, ("random", "eig_sweep"), 1, split_seed=3)
+    kw = {"method": "svi", "svi": script._svi(cfg), "judgement": cfg.judgement, "seed": cfg.seed,
+          "n_draws": cfg.score_draws, "score_seed": 3, "test_fraction": cfg.test_fraction}
+    one = W.heldout_job(data, ("random", "eig_sweep"), folds=1, split_seed=3, **kw)()
     fit_d, held = data.split(cfg.test_fraction, seed=3)
     direct = causalplay.fit(fit_d, "eig_sweep", method="svi", svi=script._svi(cfg), judgement=cfg.judgement,
                             seed=cfg.seed).score(held, n_draws=cfg.score_draws, seed=3)
     assert one["eig_sweep"].nats_per_choice == pytest.approx(direct.nats_per_choice, rel=1e-12)
     # folds=3: every participant scored once, all choices counted
-    cv = script._heldout_scores(cfg, data, ("random", "eig_sweep"), 3, split_seed=3)
+    cv = W.heldout_job(data, ("random", "eig_sweep"), folds=3, split_seed=3, **kw)()
     for sc in cv.values():
         assert sorted(map(str, sc.per_participant.index)) == sorted(map(str, data.ids))
         assert sc.n_choices == data.n_choices
@@ -217,6 +223,8 @@ def test_model_recovery_scores_by_one_split_or_by_k_fold_cv(script, capsys):
     with pytest.raises(SystemExit):
         script.parse_args(["--model-recovery-folds", "0"])
     assert "--model-recovery-folds must be 1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="folds must be an integer >= 1"):
+        W.model_recovery(data, ("random",), folds=0)
 
 
 def test_model_recovery_in_worker_processes_gives_the_serial_table(script, tmp_path, capsys):
@@ -231,7 +239,7 @@ def test_model_recovery_in_worker_processes_gives_the_serial_table(script, tmp_p
     np.testing.assert_allclose(tabs[2].filter(like="nats_"), tabs[1].filter(like="nats_"), rtol=1e-9)
     with pytest.raises(SystemExit):
         script.parse_args(["--workers", "0"])
-    assert "--workers must be 1" in capsys.readouterr().err
+    assert "--workers must be 1 or more" in capsys.readouterr().err
 
 
 def test_model_recovery_from_chosen_generating_models_and_population_values(script, tmp_path, capsys):
@@ -269,14 +277,15 @@ def test_model_recovery_from_chosen_generating_models_and_population_values(scri
     with pytest.raises(ValueError, match="sets 'random', which generates no data set"):
         script.main(base + ["--name", "bad", "--model-recovery-true", "eig_sweep",
                             "--model-recovery-population", "random:beta_mu=3"])
-    with pytest.raises(ValueError, match="--model-recovery-true \\['naive'\\] are not among"):
+    with pytest.raises(ValueError, match="generating models \\['naive'\\] are not among"):
         script.main(base + ["--name", "bad", "--model-recovery-true", "naive"])
     for item in ("eig_sweep:beta_mu", "eig_sweep:beta_mu=big", "eig_sweep:beta_mu=inf"):
         with pytest.raises(SystemExit):
             script.parse_args(["--model-recovery-population", item])
         assert f"item {item!r} is not MODEL:SITE=VALUE" in capsys.readouterr().err
-    assert script.parse_args(["--model-recovery-population", "positive:beta_mu=0, size:gamma_mu=-0.5"]
-                             ).model_recovery_population == {"positive": {"beta_mu": 0.0}, "size": {"gamma_mu": -0.5}}
+    cfg = script.parse_args(["--model-recovery-population", "positive:beta_mu=0", " size:gamma_mu=-0.5"])
+    want = {"positive": {"beta_mu": 0.0}, "size": {"gamma_mu": -0.5}}
+    assert script.population(cfg.model_recovery_population) == want
 
 
 def test_model_recovery_simulates_the_stated_number_of_participants(script, tmp_path, capsys, monkeypatch):
@@ -288,24 +297,24 @@ def test_model_recovery_simulates_the_stated_number_of_participants(script, tmp_
     # results.json
     n = 30
     cfg = replace(script.SMOKE, model_recovery_true=("eig_sweep",), model_recovery_participants=n,
-                  model_recovery_folds=3, out_root=str(tmp_path), name="n30", stages=("models",))
-    seen, real = [], script._heldout_job
+                  model_recovery_folds=3, out=str(tmp_path), name="n30", stages=("models",))
+    seen, real = [], W.heldout_job
 
-    def spy(cfg_, data, models, folds, split_seed, executor=None):
-        seen.append((len(data), folds))
-        return real(cfg_, data, models, folds, split_seed, executor)
+    def spy(data, models, **kw):
+        seen.append((len(data), kw["folds"]))
+        return real(data, models, **kw)
 
-    monkeypatch.setattr(script, "_heldout_job", spy)
+    monkeypatch.setattr(W, "heldout_job", spy)
     res = script.run(cfg)
     assert seen == [(n, 3)]
     assert res["model_recovery"]["participants"] == n
     tab = pd.read_csv(tmp_path / "n30" / "model_recovery.csv")
     assert list(tab["participants"]) == [n]
     # a resumed run refuses to mix data sets of another size, including a table written before the column
-    with pytest.raises(ValueError, match="of \\[30\\] simulated participants, not --model-recovery-participants 24"):
+    with pytest.raises(ValueError, match="of \\[30\\] simulated participants, not 24"):
         script.run(replace(cfg, model_recovery_participants=24))
     default.drop(columns="participants").to_csv(tmp_path / "default" / "model_recovery.csv", index=False)
-    with pytest.raises(ValueError, match="of \\[12\\] simulated participants, not --model-recovery-participants 30"):
+    with pytest.raises(ValueError, match="of \\[12\\] simulated participants, not 30"):
         script.main(base + ["--name", "default", "--model-recovery-participants", "30"])
     # too few to hold out two participants in every part: refused by the command line and by the stage
     for args, need in ((["--model-recovery-participants", "7"], 8),
@@ -313,19 +322,23 @@ def test_model_recovery_simulates_the_stated_number_of_participants(script, tmp_
         with pytest.raises(SystemExit):
             script.parse_args(args)
         assert f"--model-recovery-participants must be an integer >= {need}" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="must be an integer >= 6 with --model-recovery-folds 3 .* got 5"):
-        script.run(replace(cfg, name="n5", model_recovery_participants=5))
+    with pytest.raises(ValueError, match="must be an integer >= 6 with folds=3 .* got 5"):
+        W.model_recovery(script.load_data(cfg), ("random",), folds=3, participants=5)
 
 
-def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_ladder(script, tmp_path,
-                                                                                      monkeypatch):
+def test_nuts_all_tabulates_every_attempt_of_fits_retry_ladder_and_resumes_by_model(script, tmp_path,
+                                                                                   monkeypatch):
+    """fit() refits a model that did not converge up its target-acceptance ladder (tests/test_fit.py); nuts_all
+    writes one row per attempt, in order, and a rerun fits only the models not in the table."""
     from types import SimpleNamespace
 
     import arviz
 
-    class FakeFit:  # converges from target acceptance 0.95 on (eig_sweep: only at 0.99)
-        def __init__(self, name, accept):
-            self.ok, self.idata = accept >= (0.99 if "eig_sweep" in name else 0.95), None
+    class FakeFit:
+        def __init__(self, accept, ok, attempts=()):
+            self.ok, self.idata, self.seconds = ok, None, 1.0
+            self.options = SimpleNamespace(target_accept=accept)
+            self.extra = {"attempts": list(attempts)}
 
         def diagnostics(self, warn):
             return {"ok": self.ok, "rhat_max": 1.0, "rhat_worst_site": "x", "ess_bulk_min": 500.0,
@@ -334,26 +347,46 @@ def test_nuts_all_refits_a_model_that_did_not_converge_up_the_target_acceptance_
 
     calls = []
 
-    def fake_fit(data, name, judgement, nuts, seed):
-        calls.append((name, nuts.target_accept))
-        return FakeFit(name, nuts.target_accept)
+    def fake_fit(data, name, judgement, nuts, seed):  # random converges at once; eig_sweep only at 0.99
+        calls.append((name, nuts.retry_target_accept))
+        if "eig_sweep" in name:
+            return FakeFit(0.99, True, [FakeFit(0.9, False), FakeFit(0.95, False)])
+        return FakeFit(0.9, True)
 
-    monkeypatch.setattr(script.causalplay, "fit", fake_fit)
+    monkeypatch.setattr(script, "fit", fake_fit)
     monkeypatch.setattr(arviz, "loo", lambda idata, var_name, pointwise: SimpleNamespace(
         elpd_loo=-1.0, se=0.1, pareto_k=np.zeros(3)))
     cfg = replace(script.SMOKE, models=("random", "eig_sweep"), nuts_retry_target_accept=(0.95, 0.99))
     res = {}
     script.stage_nuts_all(cfg, None, tmp_path, res)
     r, e = "random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"
-    assert calls == [(r, 0.9), (r, 0.95), (e, 0.9), (e, 0.95), (e, 0.99)]  # stops at the first that converges
+    assert calls == [(r, (0.95, 0.99)), (e, (0.95, 0.99))]  # the ladder is fit's, from --nuts-retry-target-accept
     assert res["nuts_all"]["all_ok"] is True and res["nuts_all"]["converged"] == {r: True, e: True}
-    assert list(pd.read_csv(tmp_path / "nuts_all.csv")["ok"]) == [False, True, False, False, True]
-    # a resumed run fits nothing more; a start above a rung skips the rungs below it
+    table = pd.read_csv(tmp_path / "nuts_all.csv")
+    assert list(table["model"]) == [r, e, e, e] and list(table["target_accept"]) == [0.9, 0.9, 0.95, 0.99]
+    assert list(table["ok"]) == [True, False, False, True]
     calls.clear()
-    script.stage_nuts_all(cfg, None, tmp_path, {})
+    script.stage_nuts_all(cfg, None, tmp_path, {})  # resumed: nothing left to fit
     assert calls == []
-    (tmp_path / "hi").mkdir()
-    script.stage_nuts_all(replace(cfg, nuts_target_accept=0.99), None, tmp_path / "hi", {})
-    assert calls == [(r, 0.99), (e, 0.99)]
-    assert script.parse_args(["--nuts-retry-target-accept", ""]).nuts_retry_target_accept == ()
+    assert script.parse_args(["--nuts-retry-target-accept"]).nuts_retry_target_accept == ()
     assert script.parse_args(["--nuts-retry-target-accept", "0.97"]).nuts_retry_target_accept == (0.97,)
+
+
+def test_a_five_participant_pilot_runs_and_skips_what_needs_more_participants(script, tmp_path, capsys):
+    """The pilot pipeline on 5 participants: every stage that can run does; the held-out split (1 participant
+    held out) and model recovery (8 simulated participants needed for one held-out quarter of 2) say why they
+    are skipped, naming no option the user did not pass."""
+    d = load_nexiom()
+    folder = _write_folder(d.subset(d.ids[:5]), tmp_path / "pilot")
+    script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out")])
+    out = tmp_path / "out" / "smoke"
+    res = json.loads((out / "results.json").read_text())
+    assert set(res["skipped"]) == {"compare", "models"}
+    assert "holds out 1" in res["skipped"]["compare"]
+    assert "5 simulated participants (as many as the data has)" in res["skipped"]["models"]
+    printed = capsys.readouterr().out
+    assert "[compare] skipped: " in printed and "[models] skipped: " in printed
+    for name in ("crossval.csv", "nuts_diagnostics.json", "nuts_all.csv", "ppc.json", "recovery_group.csv",
+                 "prior_predictive.png"):
+        assert (out / name).is_file(), name
+    assert not (out / "compare.csv").exists() and not (out / "model_recovery.csv").exists()

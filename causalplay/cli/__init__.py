@@ -8,7 +8,7 @@ import typer
 
 from causalplay.core._version import __version__
 
-from . import bench, render, serve, train
+from . import bench, fit, render, serve, train
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Causal learning on the Blicket detector.")
 
@@ -40,3 +40,5 @@ app.command("render")(render.render)
 app.command("train")(train.train_cmd)
 app.command("serve")(serve.serve_cmd)
 app.command("export")(serve.export_cmd)
+app.command("fit")(fit.fit_cmd)
+app.command("check-data")(fit.check_data_cmd)

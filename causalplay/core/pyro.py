@@ -38,6 +38,16 @@ def show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
+def _tqdm():
+    """tqdm's notebook bars where Jupyter can draw them (ipywidgets installed), its text bars otherwise."""
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm
+
+
 def _bool_or_none(value, name: str) -> None:
     if value is not None and not isinstance(value, bool):
         raise TypeError(f"{name} must be True, False or None, got {V.describe(value)}")
@@ -50,10 +60,10 @@ class NUTSOptions:
     Attributes
     ----------
     chains : int
-        Independent chains (4 by default: R-hat needs several, and 4 x 500 draws give bulk ESS well above 400
-        when the chains mix).
+        Independent chains (4 by default: R-hat needs several).
     warmup, draws : int
-        Warm-up (adaptation) and kept iterations per chain.
+        Warm-up (adaptation) and kept iterations per chain (500 and 1000: the best model of docs/human-data.md
+        needs 1000 draws for R-hat <= 1.01; 500 gave 1.013).
     target_accept : float
         Step-size adaptation target; higher means smaller steps and fewer divergences.
     max_tree_depth : int
@@ -71,11 +81,14 @@ class NUTSOptions:
         torch threads per chain (1: small tensors are much faster on one thread; ``None`` leaves it alone).
     progress : bool or None
         A progress bar per chain; ``None``: in interactive use (a terminal, Jupyter).
+    retry_target_accept : tuple of float
+        ``causalplay.fit``: a fit that misses the convergence criteria (R-hat, bulk ESS, divergences) is run again,
+        same seed, at each of these target acceptances above ``target_accept`` in turn until one meets them.
     """
 
     chains: int = 4
     warmup: int = 500
-    draws: int = 500
+    draws: int = 1000
     target_accept: float = 0.9
     max_tree_depth: int = 8
     dense_mass: bool = False
@@ -84,6 +97,7 @@ class NUTSOptions:
     jit: bool = True
     threads: int | None = 1
     progress: bool | None = None
+    retry_target_accept: tuple[float, ...] = (0.95, 0.99)
 
     def __post_init__(self):
         V.integer(self.chains, "NUTSOptions.chains", low=1)
@@ -99,6 +113,9 @@ class NUTSOptions:
         if self.threads is not None:
             V.integer(self.threads, "NUTSOptions.threads", low=1)
         _bool_or_none(self.progress, "NUTSOptions.progress")
+        object.__setattr__(self, "retry_target_accept", tuple(
+            V.real(a, "NUTSOptions.retry_target_accept", low=0, high=1, low_open=True, high_open=True)
+            for a in self.retry_target_accept))
 
     def n_workers(self) -> int:
         """Processes to use: ``workers`` or ``min(chains, cpu count)``."""
@@ -227,8 +244,7 @@ def run_svi(step: Callable[[], float], options: SVIOptions, *, desc: str = "SVI"
     """The SVI loop: ``options.steps`` calls of ``step`` (one optimisation step returning the loss, -ELBO), with
     a progress bar showing the ELBO. Returns the losses; a non-finite loss stops it with a
     ``FloatingPointError`` naming the step."""
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm()
     steps = V.integer(options.steps, "SVIOptions.steps", low=1)
     losses: list[float] = []
     with tqdm(total=steps, desc=desc, disable=not show_progress(options.progress), leave=True) as bar:
@@ -328,8 +344,7 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
     desc : str
         Label of the progress bars.
     """
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm()
     workers = options.n_workers()
     progress = show_progress(options.progress)
     total = options.warmup + options.draws

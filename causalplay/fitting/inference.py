@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field, fields, replace
@@ -16,7 +17,7 @@ import pyro
 import torch
 
 from ..core import _validate as V
-from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi
+from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi, show_progress
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
 from .parameterisation import Parameterisation
 
@@ -161,6 +162,9 @@ class Fit:
     seconds, cpu_seconds : float -- wall and CPU time of the sampling (CPU summed over chain processes)
     judgements : bool -- whether the judgements were in the likelihood
     diverging : ndarray ``[chains, draws]`` of bool, or None -- NUTS's divergent transitions
+    extra : dict -- ``load_average`` (after the fit); SVI: ``elbo_losses`` (the loss, -ELBO, at every step; see
+        :attr:`elbo`); NUTS: ``step_size`` (per chain) and ``attempts`` (the earlier fits of the retry ladder that
+        missed the convergence criteria, each a Fit)
     idata : arviz.InferenceData -- ``posterior`` (dims participant), ``log_likelihood`` (choice, judgement),
         ``observed_data``, ``constant_data`` (true_blickets: participant x object), ``sample_stats`` (NUTS);
         built from ``raw`` on first use
@@ -238,45 +242,119 @@ class Fit:
             kw.setdefault("kind", "stats")  # one chain (SVI): no R-hat/ESS to report
         return az.summary(self.idata, **kw)
 
-    def diagnostics(self, rhat_max: float = 1.01, ess_min: float = 400.0, warn: bool = True) -> dict:
-        """Worst R-hat, smallest bulk/tail ESS and divergences over all latent sites; warns
-        (:class:`ConvergenceWarning`) when they miss ``rhat_max``/``ess_min``/0 divergences."""
+    @property
+    def elbo(self) -> np.ndarray:
+        """SVI: the ELBO estimate (one guide draw, nats up to a constant) at every step (``-extra["elbo_losses"]``)."""
+        if self.method != "svi" or "elbo_losses" not in self.extra:
+            raise AttributeError(f"elbo: a {self.method} fit has no ELBO trace (it is SVI's)")
+        return -np.asarray(self.extra["elbo_losses"], dtype=float)
+
+    def diagnostics(self, rhat_max: float = 1.01, ess_min: float = 400.0, warn: bool = True,
+                    nuts_check: bool | NUTSOptions = False) -> dict:
+        """Whether the fit can be used as it is, and what to change if not.
+
+        NUTS: worst R-hat, smallest bulk/tail ESS and divergences over all latent sites; not ``ok`` when they miss
+        ``rhat_max`` / ``ess_min`` / 0 divergences. SVI: whether the ELBO stopped improving -- the mean over the
+        last tenth of the steps against the tenth before (``elbo_drift`` nats, with its standard error ``se``
+        from the step-to-step noise); not ``ok`` when it still rose by more than 2 SEs. With ``nuts_check`` (True
+        or NUTSOptions) an SVI fit is also compared with a short NUTS fit (:meth:`nuts_check`).
+
+        ``problems`` name each miss and ``advice`` says what to change; with ``warn`` a :class:`ConvergenceWarning`
+        carries both.
+        """
         import arviz as az
 
         post = self.idata.posterior[list(self.raw)]
         out = {"method": self.method, "model": self.model.name, "chains": int(post.sizes["chain"]),
                "draws": int(post.sizes["draw"]), "seconds": round(self.seconds, 1),
                "cpu_seconds": round(self.cpu_seconds, 1)}
-        if self.method == "nuts" and out["chains"] >= 2:
-            rhat = az.rhat(post)
-            ess_b, ess_t = az.ess(post, method="bulk"), az.ess(post, method="tail")
-            worst = max(rhat.data_vars, key=lambda v: float(rhat[v].max()))
-            out["rhat_max"] = float(rhat[worst].max())
-            out["rhat_worst_site"] = worst
-            low = min(ess_b.data_vars, key=lambda v: float(ess_b[v].min()))
-            out["ess_bulk_min"] = float(ess_b[low].min())
-            out["ess_bulk_worst_site"] = low
-            out["ess_tail_min"] = float(min(float(ess_t[v].min()) for v in ess_t.data_vars))
+        problems, advice = [], []
         if self.method == "nuts":
+            if out["chains"] >= 2:
+                rhat = az.rhat(post)
+                ess_b, ess_t = az.ess(post, method="bulk"), az.ess(post, method="tail")
+                worst = max(rhat.data_vars, key=lambda v: float(rhat[v].max()))
+                low = min(ess_b.data_vars, key=lambda v: float(ess_b[v].min()))
+                out.update(rhat_max=float(rhat[worst].max()), rhat_worst_site=worst,
+                           ess_bulk_min=float(ess_b[low].min()), ess_bulk_worst_site=low,
+                           ess_tail_min=float(min(float(ess_t[v].min()) for v in ess_t.data_vars)))
             out["divergences"] = int(self.idata.sample_stats["diverging"].sum())
-        problems = []
-        if out.get("rhat_max", 1.0) > rhat_max:
-            problems.append(f"R-hat {out['rhat_max']:.3f} > {rhat_max} ({out['rhat_worst_site']})")
-        if out.get("ess_bulk_min", np.inf) < ess_min:
-            problems.append(f"bulk ESS {out['ess_bulk_min']:.0f} < {ess_min:g} ({out['ess_bulk_worst_site']})")
-        if out.get("divergences", 0) > 0:
-            problems.append(f"{out['divergences']} divergent transitions")
-        if self.method == "nuts" and out["chains"] < 2:
-            problems.append("R-hat needs at least 2 chains")
+            if out.get("rhat_max", 1.0) > rhat_max:
+                problems.append(f"R-hat {out['rhat_max']:.3f} > {rhat_max} ({out['rhat_worst_site']})")
+            if out.get("ess_bulk_min", np.inf) < ess_min:
+                problems.append(f"bulk ESS {out['ess_bulk_min']:.0f} < {ess_min:g} ({out['ess_bulk_worst_site']})")
+            if out["divergences"] > 0:
+                problems.append(f"{out['divergences']} divergent transitions")
+            if out["chains"] < 2:
+                problems.append("R-hat needs at least 2 chains")
+            if problems:
+                advice = self._nuts_advice(out)
+        elif "elbo_losses" in self.extra:  # (a fit rebuilt by load_fit has no ELBO trace)
+            out.update(self._elbo_check())
+            if not out["elbo_converged"]:
+                problems.append(f"the ELBO still rose by {out['elbo_drift']:.1f} ± {out['elbo_drift_se']:.1f} nats "
+                                f"over the last tenth of the {len(self.elbo)} steps" if out["elbo_drift"] == out[
+                                    "elbo_drift"] else f"{len(self.elbo)} steps are too few to judge convergence")
+                advice.append(f"run longer: svi=SVIOptions(steps={max(2 * len(self.elbo), 100)})")
         if self.method == "svi":
-            problems.append("SVI: no R-hat/ESS (variational approximation; posterior sds are too small); "
-                            "compare with a NUTS fit")
-        out["ok"] = not problems
-        out["problems"] = problems
+            out["note"] = "SVI posterior sds are too small (mean-field); use NUTS for intervals"
+            if nuts_check is not False:
+                chk = self.nuts_check(None if nuts_check is True else nuts_check)
+                worst = chk["z"].abs().idxmax()
+                out.update(nuts_check_max_z=float(chk.loc[worst, "z"]), nuts_check_worst_site=worst,
+                           nuts_check_sd_ratio=float(chk["sd_ratio"].median()))
+                if abs(out["nuts_check_max_z"]) > 2:
+                    problems.append(f"SVI's mean of {worst} is {out['nuts_check_max_z']:+.1f} NUTS sds from NUTS's")
+                    advice.append("use NUTS for this model: method='nuts'")
+        out.update(ok=not problems, problems=problems, advice=advice)
         if warn and problems:
-            warnings.warn(f"fit diagnostics of {self.model.name}: " + "; ".join(problems), ConvergenceWarning,
-                          stacklevel=2)
+            warnings.warn(f"fit diagnostics of {self.model.name}: " + "; ".join(problems)
+                          + (". To change: " + "; ".join(advice) if advice else ""), ConvergenceWarning, stacklevel=2)
         return out
+
+    def _elbo_check(self) -> dict:
+        elbo = self.elbo
+        w = len(elbo) // 10
+        if w < 5:
+            return {"elbo_last": float(elbo[-1]), "elbo_drift": float("nan"), "elbo_drift_se": float("nan"),
+                    "elbo_converged": False}
+        a, b = elbo[-2 * w:-w], elbo[-w:]
+        drift, se = float(b.mean() - a.mean()), float(math.sqrt(a.var(ddof=1) / w + b.var(ddof=1) / w))
+        return {"elbo_last": float(b.mean()), "elbo_drift": drift, "elbo_drift_se": se,
+                "elbo_converged": drift <= 2 * se}
+
+    def _nuts_advice(self, d: dict) -> list[str]:
+        """What to change for a NUTS fit that missed a criterion (``d``: its diagnostics)."""
+        opts, out = self.options, []
+        if d["divergences"]:
+            out.append(f"smaller steps: nuts=NUTSOptions(target_accept={0.99 if opts.target_accept < 0.99 else 0.995})"
+                       if opts.target_accept < 0.995 else "reparameterise (share a parameter, below)")
+        if d.get("rhat_max", 1.0) > 1.01 or d.get("ess_bulk_min", np.inf) < 400 or d["chains"] < 2:
+            out.append(f"run longer: nuts=NUTSOptions(chains={max(opts.chains, 4)}, draws={2 * opts.draws})")
+        # funnels: a participant-level parameter whose population spread sits near 0 mixes badly; share it
+        flat = self.flat_raw()
+        narrow = [p.name for p in self.model.all_params() if p.level == "participant"
+                  and f"{p.name}_sigma" in flat and float(flat[f"{p.name}_sigma"].median()) < 0.3]
+        if narrow:
+            out.append(f"the population spread of {', '.join(narrow)} is near 0 (a funnel NUTS mixes badly in): "
+                       f"share {'it' if len(narrow) == 1 else 'them'}: model={self.model.with_shared(narrow).name!r}")
+        return out
+
+    def nuts_check(self, nuts: NUTSOptions | None = None) -> pd.DataFrame:
+        """Compare this (SVI) fit with a short NUTS fit of the same model, data and seed (default 2 chains x
+        (200 warm-up + 200 draws)): per group-level site, both means and sds, ``z`` = (SVI mean - NUTS mean) /
+        NUTS sd and ``sd_ratio`` = SVI sd / NUTS sd (mean-field SVI: typically about 0.5)."""
+        nuts = nuts or NUTSOptions(chains=2, warmup=200, draws=200, retry_target_accept=(),
+                                   progress=self.options.progress)
+        ref = fit(self.data, self.model, hierarchical=self.hierarchical, method="nuts", nuts=nuts,
+                  judgements=self.judgements, learner=self.learner, seed=self.options.seed or 0, warn=False)
+        a, b = self.flat_raw(), ref.flat_raw()
+        rows = {k: {"svi_mean": float(a[k].mean()), "svi_sd": float(a[k].std()), "nuts_mean": float(b[k].mean()),
+                    "nuts_sd": float(b[k].std())} for k in self.par.group_sites()}
+        t = pd.DataFrame.from_dict(rows, orient="index")
+        t["z"] = (t["svi_mean"] - t["nuts_mean"]) / t["nuts_sd"]
+        t["sd_ratio"] = t["svi_sd"] / t["nuts_sd"]
+        return t
 
     # -- prediction (implemented in scoring / simulation)
     def score(self, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0):
@@ -307,7 +385,9 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
         Participant-level parameters drawn from group-level priors (non-centred), else independent priors.
     method : {"nuts", "svi"}
     nuts, svi : NUTSOptions, SVIOptions
-        Settings of the method (defaults: 4 chains x (500 warm-up + 500 draws); 1500 SVI steps).
+        Settings of the method (defaults: 4 chains x (500 warm-up + 1000 draws), a progress bar per chain in
+        interactive use, and the fit run again at target acceptance 0.95, then 0.99, while it misses the
+        convergence criteria; SVI: 1500 steps, a progress bar with the ELBO).
     judgement : {"sample", "softmax"}, optional
         Judgement model (default: the model's own, posterior sampling).
     judgements : bool
@@ -316,7 +396,8 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
         The modelled learner's fixed assumptions (set prior, machine noise, minimum tests before stopping).
     seed : int
     warn : bool
-        Emit a :class:`ConvergenceWarning` when a NUTS fit misses R-hat <= 1.01, bulk ESS >= 400 or 0 divergences.
+        Emit a :class:`ConvergenceWarning`, saying what to change, when a NUTS fit (after its retries) misses R-hat
+        <= 1.01, bulk ESS >= 400 or 0 divergences.
 
     Returns
     -------
@@ -341,23 +422,35 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     learner = learner or LearnerConfig()
     feats = build_features(data, learner)
     par = Parameterisation(cm, bool(hierarchical), feats.n_participants)
-    t0, c0 = time.perf_counter(), time.process_time()
-    extra: dict = {}
-    with V.single_thread(nuts.threads if method == "nuts" else 1):
-        if method == "nuts":
-            raw, diverging, child_cpu, steps = _nuts(feats, par, judgements, nuts, seed)
-            extra["step_size"] = steps
-            options = nuts
-        else:
+    if method == "svi":
+        t0, c0 = time.perf_counter(), time.process_time()
+        with V.single_thread(1):
             raw, losses = _svi(feats, par, judgements, svi, svi.seed)
-            diverging, child_cpu = None, 0.0
-            extra["elbo_losses"] = losses
-            options = svi
-    seconds = time.perf_counter() - t0
-    cpu = (time.process_time() - c0) + (child_cpu if method == "nuts" and nuts.n_workers() > 1 else 0.0)
-    extra["load_average"] = os.getloadavg()
-    f = Fit(cm, par, method, options, learner, data, feats, raw, seconds, cpu, judgements, diverging, extra)
-    if method == "nuts" and warn:
+        extra = {"elbo_losses": losses, "load_average": os.getloadavg()}
+        return Fit(cm, par, "svi", svi, learner, data, feats, raw, time.perf_counter() - t0,
+                   time.process_time() - c0, judgements, None, extra)
+    # NUTS, and again at each larger target acceptance of the retry ladder until the diagnostics are met
+    ladder = [nuts.target_accept] + [a for a in nuts.retry_target_accept if a > nuts.target_accept]
+    attempts: list[Fit] = []
+    for accept in ladder:
+        opts = replace(nuts, target_accept=accept)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with V.single_thread(opts.threads):
+            raw, diverging, child_cpu, steps = _nuts(feats, par, judgements, opts, seed)
+        f = Fit(cm, par, "nuts", opts, learner, data, feats, raw, time.perf_counter() - t0,
+                time.process_time() - c0 + child_cpu, judgements, diverging,
+                {"step_size": steps, "load_average": os.getloadavg()})
+        if accept == ladder[-1]:
+            break
+        d = f.diagnostics(warn=False)
+        if d["ok"]:
+            break
+        if show_progress(opts.progress):
+            print(f"NUTS of {cm.name} at target acceptance {accept}: {'; '.join(d['problems'])}; fitting again at "
+                  f"{ladder[len(attempts) + 1]} (NUTSOptions.retry_target_accept)", file=sys.stderr, flush=True)
+        attempts.append(f)
+    f.extra["attempts"] = attempts
+    if warn:
         f.diagnostics(warn=True)
     return f
 
