@@ -32,6 +32,8 @@ def on_config(config, **kwargs):
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj|const):(<code>)~?")
 
 
-def on_page_content(html, **kwargs):
-    """Docstrings use Sphinx roles (``:class:`~x.Y```), which Markdown leaves as text: keep only the code."""
-    return _ROLE.sub(r"\1", html)
+def on_page_content(html, page, **kwargs):
+    """Docstrings use Sphinx roles (``:class:`~x.Y```), which Markdown leaves as text: keep only the code; and
+    their parameter types' RST literals (````[B, H]````) reach the API pages as literal backquotes."""
+    html = _ROLE.sub(r"\1", html)
+    return html.replace("``", "") if page.file.src_uri.startswith("reference/") else html
