@@ -79,8 +79,8 @@ def table(summary: pd.DataFrame, cfg: Config) -> str:
         for t, s in cols:
             r = summary[(summary.tier == t) & (summary.setting == s) & (summary.agent == a)]
             cells.append(f"{r.auccess_mean.iloc[0]:.1f} ± {r.auccess_sd.iloc[0]:.1f}" if len(r) else "")
-        lines.append(f"| {a} | " + " | ".join(cells) + " | " + " | ".join(PAPER.get(c, {}).get(a, "–")
-                                                                           for c in cols) + " |")
+        ref = [PAPER.get(c, {}).get(a.split(":")[0], "–") for c in cols]  # a spec's row: its agent's reference
+        lines.append(f"| {a} | " + " | ".join(cells) + " | " + " | ".join(ref) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
+from analysis import load_analysis
 
 
 def test_physics_table_smoke(tmp_path):
-    spec = importlib.util.spec_from_file_location("physics_table", Path("analyses/physics_table.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_analysis("physics_table")
     cfg = mod.Config(**{**mod.SMOKE, "runs_dir": str(tmp_path)})
     summary = mod.run(cfg)
     out = tmp_path / cfg.name
