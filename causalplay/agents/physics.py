@@ -214,13 +214,16 @@ class SsupAgent(PhysicsAgent):
 
     Knows: the scene's object list (as the env observes it), the kind of physics (a simulator it runs with
     *uncertain* friction, elasticity and densities -- :mod:`causalplay.models.physics` -- and noisy dynamics),
-    and, from training, an overhypothesis: which kind of action (a ball above / left / right of the goal body
-    or of another dynamic body) solved tasks, per template (within-template) and pooled (cross-template).
+    and, from training (where PHYRE allows the simulator): a posterior over those physical parameters fitted
+    to simulated training attempts (:meth:`_calibrate`), and an overhypothesis: which kind of action (a ball
+    above / left / right of the goal body or of another dynamic body) solved tasks, per template
+    (within-template) and pooled (cross-template).
     It never sees the true physical parameters or the stored solutions.
 
     Each attempt: draw ``n_cand`` valid candidates from the action prior (a mixture over action kinds and
     dynamic bodies), simulate each under ``n_sims`` particles of the belief with noisy dynamics, and try the
-    candidate with the highest estimated P(success) (rounds of candidates until one reaches ``accept``). After
+    candidate with the highest estimated P(success) (up to ``rounds`` rounds of candidates until one reaches
+    ``accept``; one round once 10 attempts have failed, which bounds the cost of a task it cannot solve). After
     a failure: the particles are reweighted by the likelihood of the observed trajectory (likelihood
     weighting, resampled when the effective sample size halves), the failed component's prior weight is
     multiplied by ``decay`` and candidates within ``tabu`` of a failed action are dropped.
