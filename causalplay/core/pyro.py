@@ -247,7 +247,7 @@ def run_svi(step: Callable[[], float], options: SVIOptions, *, desc: str = "SVI"
     tqdm = _tqdm()
     steps = V.integer(options.steps, "SVIOptions.steps", low=1)
     losses: list[float] = []
-    with tqdm(total=steps, desc=desc, disable=not show_progress(options.progress), leave=True) as bar:
+    with tqdm(total=steps, desc=desc, disable=not show_progress(options.progress), mininterval=0.5) as bar:
         for i in range(steps):
             loss = step()
             if not math.isfinite(loss):
@@ -284,12 +284,38 @@ class NUTSRun:
 _QUEUE = None  # a worker's end of the progress queue (set by the pool's initializer)
 
 
+class _ChainBars:
+    """Progress of NUTS chains: a bar per chain where the display stacks bars (a terminal, Jupyter's widgets), else
+    one bar for all chains (a notebook's text output, a log), which stacked bars would garble."""
+
+    def __init__(self, chains: int, total: int, desc: str):
+        tqdm = _tqdm()
+        self.stacked = sys.stderr.isatty() or tqdm.__module__ != "tqdm.std"
+        self.done = [0] * chains
+        if self.stacked:
+            self.bars = [tqdm(total=total, desc=f"{desc} chain {c}", position=c, mininterval=0.5)
+                         for c in range(chains)]
+        else:
+            self.bars = [tqdm(total=total * chains, desc=f"{desc}, {chains} chains", mininterval=0.5)]
+
+    def update(self, chain: int, done: int, info: str) -> None:
+        self.done[chain] = done
+        bar = self.bars[chain] if self.stacked else self.bars[0]
+        bar.n = done if self.stacked else sum(self.done)
+        bar.set_postfix_str(info if self.stacked else f"chain {chain}: {info}", refresh=False)
+        bar.update(0)  # redraws at most every mininterval
+
+    def close(self) -> None:
+        for b in self.bars:
+            b.close()
+
+
 def _set_queue(queue) -> None:
     global _QUEUE
     _QUEUE = queue
 
 
-def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar=None) -> dict:
+def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bars: _ChainBars | None = None) -> dict:
     """One chain: ``setup(chain) -> (potential_fn, initial_params)``, seeded ``seed + 1000 * chain``."""
     from pyro.infer import MCMC, NUTS
     from pyro.util import set_rng_seed
@@ -304,10 +330,8 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
             return
         last[0] = now
         info = f"step {float(kernel.step_size):.2g}, {len(kernel._divergences)} divergent"
-        if bar is not None:
-            bar.n = done
-            bar.set_postfix_str(info, refresh=False)
-            bar.refresh()
+        if bars is not None:
+            bars.update(chain, done, info)
         elif _QUEUE is not None:
             _QUEUE.put((chain, done, info))
 
@@ -318,7 +342,7 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
         kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept,
                       max_tree_depth=opts.max_tree_depth, full_mass=opts.dense_mass)
         mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
-                    disable_progbar=True, hook_fn=hook if (bar is not None or _QUEUE is not None) else None)
+                    disable_progbar=True, hook_fn=hook if (bars is not None or _QUEUE is not None) else None)
         mcmc.run()
     smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
     div = np.zeros(opts.draws, dtype=bool)
@@ -344,12 +368,9 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
     desc : str
         Label of the progress bars.
     """
-    tqdm = _tqdm()
     workers = options.n_workers()
     progress = show_progress(options.progress)
-    total = options.warmup + options.draws
-    bars = [tqdm(total=total, desc=f"{desc} chain {c}", position=c, disable=not progress, leave=True)
-            for c in range(options.chains)]
+    bars = _ChainBars(options.chains, options.warmup + options.draws, desc) if progress else None
     try:
         if workers > 1:
             # fork: worker processes need no re-import of the caller's script (spawn would, and breaks unguarded
@@ -359,20 +380,17 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
             with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_queue, initargs=(queue,)) as ex:
                 futs = [ex.submit(_chain, setup, options, seed, c) for c in range(options.chains)]
                 while True:  # polls: Ctrl-C stops the wait promptly, and the bars move
-                    done, _ = wait_futures(futs, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                    wait_futures(futs, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                     while queue is not None and not queue.empty():
-                        c, n, info = queue.get()
-                        bars[c].n = n
-                        bars[c].set_postfix_str(info, refresh=False)
-                        bars[c].refresh()
+                        bars.update(*queue.get())
                     if all(f.done() for f in futs):
                         break
                 out = [f.result() for f in futs]
         else:
-            out = [_chain(setup, options, seed, c, bars[c] if progress else None) for c in range(options.chains)]
+            out = [_chain(setup, options, seed, c, bars) for c in range(options.chains)]
     finally:
-        for b in bars:
-            b.close()
+        if bars is not None:
+            bars.close()
     samples = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}
     return NUTSRun(samples, np.stack([o["diverging"] for o in out]), [o["step_size"] for o in out],
                    sum(o["cpu"] for o in out), workers > 1)
