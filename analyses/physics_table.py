@@ -8,6 +8,7 @@ shard's per-task records to ``records.csv`` as it arrives (a rerun skips the sha
 figures to ``docs/img/physics_*``).
 
     python analyses/physics_table.py --workers 2            # the docs table
+    python analyses/physics_table.py --name physics_full --n-tasks 100 --max-test 0   # PHYRE's sizes of tasks
     python analyses/physics_table.py --smoke                # a minute; what the test runs
 """
 
@@ -201,8 +202,8 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="tiny run (what the test runs)")
     ap.add_argument("--docs", action="store_true", help="copy the figures to docs/img")
     for f in dataclasses.fields(Config):
-        if f.type in ("int", "str"):
-            ap.add_argument(f"--{f.name.replace('_', '-')}", type=int if f.type == "int" else str)
+        if f.type in ("int", "str", "int | None"):
+            ap.add_argument(f"--{f.name.replace('_', '-')}", type=str if f.type == "str" else int)
     ap.add_argument("--agents", help="comma-separated agent specs")
     ap.add_argument("--folds", help="e.g. 0-9 or 0,3")
     args = ap.parse_args()
@@ -210,7 +211,7 @@ def main() -> None:
     for f in dataclasses.fields(Config):
         v = getattr(args, f.name, None)
         if v is not None and f.name not in ("agents", "folds"):
-            setattr(cfg, f.name, v)
+            setattr(cfg, f.name, None if f.name == "max_test" and v == 0 else v)  # --max-test 0: whole split
     if args.agents:
         cfg.agents = tuple(a.strip() for a in args.agents.split(","))
     if args.folds:
