@@ -3,11 +3,11 @@
 ::
 
     from causalplay.data import load_nexiom
-    from causalplay.fitting import NUTSOptions
     fit_data, held_out = load_nexiom().split(0.25, seed=0)
-    f = causalplay.fit(fit_data, model="eig_sweep", nuts=NUTSOptions(chains=4))
+    fits = {m: causalplay.fit(fit_data, m, method="svi") for m in ("eig_sweep", "random")}   # seconds
+    print(causalplay.compare(fits, held_out))                                                  # table + verdict
+    f = causalplay.fit(fit_data, "eig_sweep")                                                # NUTS, the paper's
     f.diagnostics(); f.summary(); f.score(held_out)
-    causalplay.compare({"eig": f, "random": causalplay.fit(fit_data, model="random")}, held_out)
 
 One module per concept:
 
@@ -15,7 +15,9 @@ One module per concept:
   parameters: sites, priors, log density, constrained values, new participants;
 * :class:`NUTSOptions`, :class:`SVIOptions` -- the settings of :mod:`causalplay.core.pyro`, the one Pyro driver;
 * :mod:`.inference` -- :func:`fit` and the :class:`Fit` it returns (diagnostics, summaries);
-* :mod:`.scoring` -- held-out scores (choices and judgements), LOO/WAIC with Pareto-k, paired comparisons;
+* :mod:`.scoring` -- held-out scores (choices and judgements), LOO/WAIC with Pareto-k, paired comparisons
+  (:func:`compare` -> :class:`Comparison`);
+* :mod:`.workflows` -- k-fold cross-validation and model recovery on any executor of :mod:`causalplay.bench`;
 * :mod:`.simulation` -- simulated participants, driving the Nexiom batch task;
 * :mod:`.convert` -- ArviZ InferenceData with named dims.
 """
@@ -23,8 +25,9 @@ One module per concept:
 from ..core.pyro import NUTSOptions, SVIOptions
 from .inference import ConvergenceWarning, Fit, fit, load_fit
 from .parameterisation import Parameterisation
-from .scoring import Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
+from .scoring import Comparison, Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
 from .simulation import simulate, simulate_fit
 
-__all__ = ["fit", "load_fit", "compare", "Fit", "Score", "simulate", "simulate_fit", "NUTSOptions", "SVIOptions",
-           "Parameterisation", "ConvergenceWarning", "heldout_score", "fit_and_score", "paired_difference", "ic_table"]
+__all__ = ["fit", "load_fit", "compare", "Comparison", "Fit", "Score", "simulate", "simulate_fit", "NUTSOptions",
+           "SVIOptions", "Parameterisation", "ConvergenceWarning", "heldout_score", "fit_and_score",
+           "paired_difference", "ic_table"]

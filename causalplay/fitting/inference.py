@@ -250,7 +250,7 @@ class Fit:
         return -np.asarray(self.extra["elbo_losses"], dtype=float)
 
     def diagnostics(self, rhat_max: float = 1.01, ess_min: float = 400.0, warn: bool = True,
-                    nuts_check: bool | NUTSOptions = False) -> dict:
+                    nuts_check: bool | NUTSOptions = False, _stacklevel: int = 2) -> dict:
         """Whether the fit can be used as it is, and what to change if not.
 
         NUTS: worst R-hat, smallest bulk/tail ESS and divergences over all latent sites; not ``ok`` when they miss
@@ -309,7 +309,8 @@ class Fit:
         out.update(ok=not problems, problems=problems, advice=advice)
         if warn and problems:
             warnings.warn(f"fit diagnostics of {self.model.name}: " + "; ".join(problems)
-                          + (". To change: " + "; ".join(advice) if advice else ""), ConvergenceWarning, stacklevel=2)
+                          + (". To change: " + "; ".join(advice) if advice else ""), ConvergenceWarning,
+                          stacklevel=_stacklevel)
         return out
 
     def _elbo_check(self) -> dict:
@@ -451,7 +452,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
         attempts.append(f)
     f.extra["attempts"] = attempts
     if warn:
-        f.diagnostics(warn=True)
+        f.diagnostics(warn=True, _stacklevel=3)  # the warning points at the caller's fit(...)
     return f
 
 
