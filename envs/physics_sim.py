@@ -22,8 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pymunk
-from pymunk._chipmunk import lib as _cp
 
 __all__ = ["COLS", "BALL", "BAR", "JAR", "OTHER", "GOAL", "TARGET", "AGENT", "W", "G", "DT", "HORIZON", "HOLD",
            "FRICTION", "ELASTICITY", "DENSITY", "PALETTE", "Rollout", "simulate", "parts", "invalid", "add_balls",
@@ -117,6 +115,9 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     (``seed`` fixes the draws); the internal model of :mod:`causalplay.models.physics` uses it.
     ``check=False`` skips the validity test (the caller did it, batched, with :func:`invalid`).
     """
+    import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
+    from pymunk._chipmunk import lib as _cp
+
     scene = np.asarray(scene, dtype=np.float64)
     if scene.ndim != 2 or scene.shape[1] != len(COLS):
         raise ValueError(f"scene must be an array [n, {len(COLS)}] with columns {COLS}, got shape {scene.shape}")
