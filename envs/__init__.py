@@ -20,6 +20,8 @@ id                                     task
                                        an intervention in the last observation, warns
 ``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
                                        (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
+``causalplay/PhysicsB-v0``             PHYRE-style physics puzzle, one ball per attempt (``physics`` extra;
+                                       ``causalplay/Physics2B-v0``: two balls); :data:`PHYSICS_IDS`
 =====================================  ==================================================================
 
 Every Blicket id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,
@@ -34,12 +36,13 @@ from functools import partial
 
 import gymnasium
 
-__all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "make_batch", "task_factory"]
+__all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "PHYSICS_IDS", "make_batch", "task_factory"]
 
 _BLICKET = "causalplay.envs.blicket"
 
 #: id -> (single-env entry point, kwargs). Strings only, so importing this registry stays cheap. Every id but the
-#: DAG ones (a Discrete action space) also has the native vector env: ``gymnasium.make_vec`` runs one batched Task.
+#: DAG ones (a Discrete action space) and the physics ones (a Dict observation) also has the native vector env:
+#: ``gymnasium.make_vec`` runs one batched Task.
 _SPECS: dict[str, tuple[str, dict]] = {
     "causalplay/IVRE-v0": (f"{_BLICKET}:make_ivre", {}),
     "causalplay/IVRE-Conjunctive-v0": (f"{_BLICKET}:make_ivre", {"rule": "conjunctive", "n_blickets": (2, 3, 4)}),
@@ -57,6 +60,8 @@ _SPECS: dict[str, tuple[str, dict]] = {
     "causalplay/CausalDAG-v0": ("causalplay.envs.causal_dag:CausalDAGEnv", {"legacy_goal_obs": True}),
     "causalplay/CausalDAG-Adaptive-v0": ("causalplay.envs.causal_dag:make_adaptive", {"legacy_goal_obs": True}),
     "causalplay/Overhypothesis-v0": ("causalplay.envs.overhypothesis:make_overhypothesis", {}),
+    "causalplay/PhysicsB-v0": ("causalplay.envs.physics:make_b", {}),
+    "causalplay/Physics2B-v0": ("causalplay.envs.physics:make_2b", {}),
 }
 
 #: The causal-DAG ids (Lampinen et al. 2023; a Discrete action space and their own Task, ``CausalDAGBatch``).
@@ -64,8 +69,10 @@ DAG_ENV_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/CausalDAG"))
 #: Tasks whose gymnasium episode is a *sequence* of machines (kept out of ENV_IDS: the single-machine benchmark
 #: and its generic tests do not apply).
 SEQUENCE_IDS = ("causalplay/Overhypothesis-v0",)
+#: The physics puzzles (a Dict observation; their Task is ``causalplay.envs.physics.PhysicsBatch``).
+PHYSICS_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/Physics"))
 #: The symbolic Blicket ids registered by this package (the pixel ids are registered by ``envs/pixels.py``).
-ENV_IDS = tuple(i for i in _SPECS if i not in DAG_ENV_IDS + SEQUENCE_IDS)
+ENV_IDS = tuple(i for i in _SPECS if i not in DAG_ENV_IDS + SEQUENCE_IDS + PHYSICS_IDS)
 
 
 
@@ -78,7 +85,8 @@ def _make_vec(num_envs: int = 1, *, env_id: str, **kwargs):
 for _id, (_entry, _kwargs) in _SPECS.items():
     if _id not in gymnasium.registry:
         gymnasium.register(id=_id, entry_point=_entry, kwargs=dict(_kwargs),
-                           vector_entry_point=None if _id in DAG_ENV_IDS else partial(_make_vec, env_id=_id))
+                           vector_entry_point=None if _id in DAG_ENV_IDS + PHYSICS_IDS
+                           else partial(_make_vec, env_id=_id))
 
 
 def task_factory(env_id: str, **kwargs):
@@ -86,10 +94,14 @@ def task_factory(env_id: str, **kwargs):
     :func:`make_batch`, the native vector envs and the SB3 vector env). ``rng`` is a numpy Generator, or one per
     row. ``kwargs`` override the id's keyword arguments."""
     if env_id not in _SPECS:
-        raise ValueError(f"unknown environment id {env_id!r}; expected one of {ENV_IDS + DAG_ENV_IDS + SEQUENCE_IDS}")
+        raise ValueError(f"unknown environment id {env_id!r}; expected one of {tuple(_SPECS)}")
     entry, base = _SPECS[env_id]
     kw = {**base, **kwargs}
     name = entry.rsplit(":", 1)[-1]
+    if env_id in PHYSICS_IDS:
+        from .physics import draw_batch
+
+        return lambda B, rng: draw_batch(B, rng, "2B" if name == "make_2b" else "B", **kw)
     if env_id in SEQUENCE_IDS:
         from .overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
 
@@ -119,18 +131,19 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     Parameters
     ----------
     env_id : str
-        One of :data:`ENV_IDS`, :data:`DAG_ENV_IDS`, :data:`SEQUENCE_IDS` or a pixel id.
+        One of :data:`ENV_IDS`, :data:`DAG_ENV_IDS`, :data:`SEQUENCE_IDS`, :data:`PHYSICS_IDS` or a pixel id.
     batch_size : int
     seed : int or sequence of int, optional
         Seeds the one ``numpy.random.Generator`` all episodes draw from.
     **kwargs
         Override the id's keyword arguments (``rule``, ``noise``, ``n_blickets``, ``obs_mode``; ``budget`` for
-        Nexiom; ``engine`` and ``cache_dir`` for the pixel ids, whose batch is a
+        Nexiom; ``templates``, ``n_tasks``, ``budget``, ``record`` for the physics ids; ``engine`` and ``cache_dir``
+        for the pixel ids, whose batch is a
         :class:`causalplay.envs.pixels.PixelBatch`).
 
     Returns
     -------
-    BlicketBatch, NexiomBatch, CausalDAGBatch, OverhypothesisBatch or PixelBatch
+    BlicketBatch, NexiomBatch, CausalDAGBatch, OverhypothesisBatch, PhysicsBatch or PixelBatch
     """
     import numpy as np
 

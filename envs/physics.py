@@ -1,17 +1,13 @@
-"""The physics-puzzle Task (``B`` tasks played at once under PHYRE's attempt budget) and its single-attempt env.
+"""The physics-puzzle Task (PHYRE's attempt budget over a batch of tasks, or over a sequence of tasks) and its
+single-attempt gymnasium env.
 
-:class:`PhysicsBatch` is the :class:`causalplay.envs.task.Task` of the physics worlds: row ``b`` plays one
-task (a :class:`~causalplay.envs.physics_templates.PhysicsTask`); an action places the tier's balls; a valid
-attempt is simulated (reward 1 when the goal relation holds, the episode ends); an **invalid** one (overlap,
-out of the world) gives reward 0 and does not count towards the ``budget`` (PHYRE's rule). The observation is
-the object list flattened (:func:`causalplay.envs.physics_sim.object_list`, padded to ``MAX_BODIES`` rows) and
-the attempts used so far divided by the budget; :meth:`PhysicsBatch.image` renders the initial scenes.
+:class:`PhysicsBatch` is the :class:`causalplay.envs.task.Task` of the physics worlds; :func:`draw_batch` makes
+one of tasks drawn at random (``make_batch`` for the physics ids).
 """
 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -19,111 +15,132 @@ import torch
 from gymnasium import spaces
 
 from .physics_sim import COLS, object_list, render, simulate
-from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, load_tasks, make_task, to_balls
-from .task import ObsLayout, RewardSpec, as_rows, batch_action
+from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, get_task, to_balls
+from .task import RewardSpec, as_rows, batch_action
 
-__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "BUDGET", "make_b", "make_2b"]
+__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "BUDGET", "draw_batch", "make_b", "make_2b"]
 
 MAX_BODIES, BUDGET = 10, 100
 
 
-@functools.lru_cache(maxsize=4096)
-def _task(tier: str, template: int, index: int) -> PhysicsTask:
-    if (Path("runs/physics") / f"tasks-{tier}.pkl").exists():  # the cached pool (``load_tasks``): no search
-        pool = {t.key: t for t in load_tasks(tier)}
-        if f"{template:02d}:{index:03d}" in pool:
-            return pool[f"{template:02d}:{index:03d}"]
-    return make_task(tier, template, index)
-
-
 class PhysicsBatch:
-    """``B`` physics tasks under an attempt budget (see the module docstring).
+    """Physics tasks (:class:`~causalplay.envs.physics_templates.PhysicsTask`) under PHYRE's attempt budget.
+
+    Row ``b`` plays ``tasks[b]``, or (``sequential``) one row plays every task in order, the next starting after the
+    step that ends the previous one (PHYRE's online setting). An action places the tier's balls; a **valid** attempt
+    is simulated (reward 1 and the task ends when the goal relation holds); an **invalid** one (overlap, out of the
+    world) gives 0 and does not count towards ``budget`` (PHYRE's rule). A task also ends after ``budget`` valid
+    attempts, or after ``max_invalid`` invalid actions in a row.
+
+    The observation is a dict of per-row entries: the row's task -- ``scene`` (float64 ``[B, MAX_BODIES, 8]``: the
+    object list, bodies in world units, columns ``COLS``, zero rows after ``n_bodies``), ``n_bodies``,
+    ``template``, ``task`` (its index in ``tasks``), ``attempts`` (valid ones used) -- and what the row's last action
+    did: ``valid``, ``solved`` (False after a reset) and ``traj``, a list of each row's trajectory (every body's
+    ``x, y, angle`` each ``record`` steps) of a valid attempt when ``record > 0``, else None: the rollout PHYRE
+    shows the agent.
 
     Parameters
     ----------
     tasks : list of PhysicsTask
-        The tasks; row ``b`` plays ``tasks[b]`` (:meth:`set_tasks` swaps them).
     tier : {"B", "2B"}
-    budget : int
-        Valid attempts per task (PHYRE: 100).
-    record : int
-        With ``record > 0`` every attempt's trajectory (:class:`~causalplay.envs.physics_sim.Rollout`, a frame
-        each ``record`` steps) is kept in ``last["traj"]`` (what PHYRE shows the agent after an attempt).
+    budget, record, max_invalid : int
+        Valid attempts per task (PHYRE: 100); steps between trajectory frames (0: none); invalid actions in a row
+        after which a task is given up.
+    sequential : bool
+        One row plays the tasks in order.
     """
 
-    n_context, rules = 0, ()
+    n_context, rules, layout = 0, (), None  # a dict observation (above), not a flat vector
     rewards = RewardSpec(solve_reward=1.0, step_cost=0.0)
 
-    def __init__(self, tasks: list[PhysicsTask], tier: str = "B", budget: int = BUDGET, record: int = 0):
+    def __init__(self, tasks: list[PhysicsTask], tier: str = "B", budget: int = BUDGET, record: int = 0,
+                 max_invalid: int = 1000, sequential: bool = False):
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
-        if budget < 1:
-            raise ValueError(f"budget must be >= 1, got {budget!r}")
-        self.tier, self.m, self.horizon, self.n_objects = tier, TIERS[tier], budget, MAX_BODIES
-        self.record_every = record
-        self.layout = ObsLayout.of(("objects", MAX_BODIES * len(COLS), 1.0, "object list, row-major, 0-padded"),
-                                   ("attempts", 1, float(budget), "valid attempts used / budget"))
-        self.set_tasks(tasks)
-
-    def set_tasks(self, tasks: list[PhysicsTask]) -> None:
-        """Play ``tasks`` (one per row) from the next :meth:`reset`."""
-        if any(len(t.scene) > MAX_BODIES for t in tasks):
-            raise ValueError(f"scenes may have at most {MAX_BODIES} bodies")
-        self.tasks, self.B = list(tasks), len(tasks)
-        self.attempts = np.zeros(self.B, dtype=np.int64)
-        self.invalid = np.zeros(self.B, dtype=np.int64)
-        self.solved_at = np.zeros(self.B, dtype=np.int64)
+        if budget < 1 or max_invalid < 1:
+            raise ValueError(f"budget and max_invalid must be >= 1, got {budget!r} and {max_invalid!r}")
+        if not tasks or any(len(t.scene) > MAX_BODIES for t in tasks):
+            raise ValueError(f"need at least one task, each scene with at most {MAX_BODIES} bodies")
+        self.tasks, self.tier, self.m, self.horizon, self.n_objects = list(tasks), tier, TIERS[tier], budget, MAX_BODIES
+        self.record_every, self.max_invalid, self.sequential = record, max_invalid, sequential
+        self.config = {"tier": tier, "budget": budget}
+        self.B = 1 if sequential else len(tasks)
+        self.attempts, self.invalid, self.solved_at = (np.zeros(len(tasks), dtype=np.int64) for _ in range(3))
+        self.cur, self.streak = np.arange(self.B), np.zeros(self.B, dtype=np.int64)
+        self.valid, self.solved, self.traj = np.zeros(self.B, bool), np.zeros(self.B, bool), [None] * self.B
         self.done = torch.zeros(self.B, dtype=torch.bool)
-
-    @property
-    def obs_size(self) -> int:
-        return self.layout.size
 
     @property
     def action_size(self) -> int:
         return 3 * self.m
 
-    def obs(self) -> torch.Tensor:
-        out = np.zeros((self.B, self.obs_size), dtype=np.float32)
-        for b, t in enumerate(self.tasks):
-            o = object_list(t.scene).ravel()
-            out[b, :len(o)] = o
-        out[:, -1] = self.attempts / self.horizon
-        return torch.from_numpy(out)
+    def obs(self) -> dict:
+        """The observation (see the class docstring)."""
+        tasks = [self.tasks[i] for i in self.cur]
+        scene = np.zeros((self.B, MAX_BODIES, len(COLS)))
+        for b, t in enumerate(tasks):
+            scene[b, :len(t.scene)] = t.scene
+        return {"scene": torch.from_numpy(scene), "n_bodies": torch.tensor([len(t.scene) for t in tasks]),
+                "template": torch.tensor([t.template for t in tasks]), "task": torch.from_numpy(self.cur.copy()),
+                "attempts": torch.from_numpy(self.attempts[self.cur]), "valid": torch.from_numpy(self.valid.copy()),
+                "solved": torch.from_numpy(self.solved.copy()), "traj": list(self.traj)}
 
     def image(self, rows=None, res: int = 256) -> np.ndarray:
-        """Initial scenes of ``rows`` as colour-index images ``[len(rows), res, res]`` (uint8)."""
-        return np.stack([render(self.tasks[b].scene, res=res) for b in as_rows(rows, self.B).tolist()])
+        """Initial scenes of ``rows``' tasks as colour-index images ``[len(rows), res, res]`` (uint8)."""
+        return np.stack([render(self.tasks[self.cur[b]].scene, res=res) for b in as_rows(rows, self.B).tolist()])
 
-    def reset(self, rows=None) -> torch.Tensor:
+    def reset(self, rows=None) -> dict:
         r = as_rows(rows, self.B).numpy()
-        self.attempts[r] = self.invalid[r] = self.solved_at[r] = 0
-        self.done[r] = False
+        self.cur[r] = 0 if self.sequential else r
+        played = np.arange(len(self.tasks)) if self.sequential else r
+        self.attempts[played] = self.invalid[played] = self.solved_at[played] = 0
+        self.streak[r], self.valid[r], self.solved[r], self.done[r] = 0, False, False, False
+        self.traj = [None if b in r else t for b, t in enumerate(self.traj)]
         return self.obs()
 
     def step(self, action, check: bool = True):
-        """Attempt ``action [B, 3m]`` in every active row; returns ``obs, reward, terminated, truncated``; the
-        rows' last outcome (``"valid"``, ``"solved"``) is in :attr:`last`."""
+        """Attempt ``action [B, 3m]`` in every active row; returns ``obs, reward, terminated, truncated``."""
         a = np.asarray(batch_action(action, self.action_size, self.B, check), dtype=np.float64)
         reward, term, trunc = np.zeros(self.B), np.zeros(self.B, bool), np.zeros(self.B, bool)
-        self.last = {"valid": np.zeros(self.B, bool), "solved": np.zeros(self.B, bool), "traj": [None] * self.B}
+        self.valid[:], self.solved[:], self.traj = False, False, [None] * self.B
         for b in np.flatnonzero(~self.done.numpy()):
-            r = simulate(self.tasks[b].scene, to_balls(a[b]), record=self.record_every)
-            self.last["valid"][b], self.last["solved"][b], self.last["traj"][b] = r.valid, r.solved, r.traj
-            if not r.valid:
-                self.invalid[b] += 1
-                continue
-            self.attempts[b] += 1
+            i = self.cur[b]
+            r = simulate(self.tasks[i].scene, to_balls(a[b]), record=self.record_every)
+            self.valid[b], self.solved[b], self.traj[b] = r.valid, r.solved, r.traj
+            self.attempts[i] += r.valid
+            self.invalid[i] += not r.valid
+            self.streak[b] = 0 if r.valid else self.streak[b] + 1
             if r.solved:
-                self.solved_at[b], reward[b], term[b] = self.attempts[b], self.rewards.solve_reward, True
-            trunc[b] = not r.solved and self.attempts[b] >= self.horizon
+                self.solved_at[i], reward[b] = self.attempts[i], self.rewards.solve_reward
+            if r.solved or self.attempts[i] >= self.horizon or self.streak[b] >= self.max_invalid:
+                if self.sequential and i + 1 < len(self.tasks):  # on to the next task of the sequence
+                    self.cur[b], self.streak[b] = i + 1, 0
+                else:
+                    term[b], trunc[b] = r.solved, not r.solved
         self.done |= torch.from_numpy(term | trunc)
         return self.obs(), torch.from_numpy(reward), torch.from_numpy(term), torch.from_numpy(trunc)
 
     def record(self) -> dict[str, np.ndarray]:
-        """Per row: ``key``, ``template``, ``attempts`` (valid), ``invalid``, ``solved_at`` (0: unsolved)."""
+        """Per task (in ``tasks`` order): ``key``, ``template``, ``attempts`` (valid), ``invalid``, ``solved_at``
+        (0: unsolved)."""
         return {"key": np.array([t.key for t in self.tasks]), "template": np.array([t.template for t in self.tasks]),
                 "attempts": self.attempts.copy(), "invalid": self.invalid.copy(), "solved_at": self.solved_at.copy()}
+
+
+def _draw(rng: np.random.Generator, templates, n_tasks: int) -> str:
+    """A task key drawn with ``rng``: a template, then a task index."""
+    return f"{templates[int(rng.integers(len(templates)))]:02d}:{int(rng.integers(n_tasks)):03d}"
+
+
+def draw_batch(batch_size: int, rng, tier: str = "B", templates=None, n_tasks: int = N_TASKS,
+               **kwargs) -> PhysicsBatch:
+    """A :class:`PhysicsBatch` of ``batch_size`` tasks, each drawn as :class:`PhysicsEnv` draws one (``rng``: a
+    numpy Generator, or one per row); ``kwargs`` go to :class:`PhysicsBatch`."""
+    if not 1 <= n_tasks <= N_TASKS:
+        raise ValueError(f"n_tasks must lie in [1, {N_TASKS}], got {n_tasks!r}")
+    templates = tuple(range(len(TEMPLATES)) if templates is None else templates)
+    gens = rng if isinstance(rng, list | tuple) else [rng] * batch_size
+    return PhysicsBatch([get_task(tier, _draw(g, templates, n_tasks)) for g in gens], tier, **kwargs)
 
 
 class PhysicsEnv(gym.Env):
@@ -170,25 +187,21 @@ class PhysicsEnv(gym.Env):
         self.observation_space = spaces.Dict({"image": spaces.Box(0, 6, (256, 256), np.uint8),
                                               "objects": spaces.Box(0.0, 1.0, (MAX_BODIES, len(COLS)), np.float32)})
 
-    def _obs(self) -> dict:
-        objs = np.zeros((MAX_BODIES, len(COLS)), np.float32)
-        o = object_list(self.task.scene)
-        objs[:len(o)] = o
-        return {"image": self.batch.image()[0], "objects": objs}
+    def _obs(self) -> dict:  # the object list scaled to [0, 1] (zero rows stay zero)
+        return {"image": self.batch.image()[0], "objects": object_list(self.batch.obs()["scene"][0].numpy())}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        t = self.templates[int(self.np_random.integers(len(self.templates)))]
-        self.task = _task(self.tier, t, int(self.np_random.integers(self.n_tasks)))
+        self.task = get_task(self.tier, _draw(self.np_random, self.templates, self.n_tasks))
         self.batch = PhysicsBatch([self.task], self.tier, budget=1)
         self.batch.reset()
-        return self._obs(), {"key": self.task.key, "template": TEMPLATES[t]}
+        return self._obs(), {"key": self.task.key, "template": TEMPLATES[self.task.template]}
 
     def step(self, action):
         if not self.action_space.contains(np.asarray(action, dtype=np.float32)):
             raise ValueError(f"action must be {self.action_space.shape} values in [0, 1], got {action!r}")
-        _, rew, term, trunc = self.batch.step(np.asarray(action, dtype=np.float64)[None])
-        info = {"invalid": not bool(self.batch.last["valid"][0]), "key": self.task.key}
+        obs, rew, term, trunc = self.batch.step(np.asarray(action, dtype=np.float64)[None])
+        info = {"invalid": not bool(obs["valid"][0]), "key": self.task.key}
         return self._obs(), float(rew[0]), bool(term[0] or trunc[0]), False, info
 
     def render(self):
@@ -197,11 +210,5 @@ class PhysicsEnv(gym.Env):
         return render_rgb(self.batch.image()[0])
 
 
-def make_b(**kw) -> PhysicsEnv:
-    """``causalplay/PhysicsB-v0``."""
-    return PhysicsEnv(tier="B", **kw)
-
-
-def make_2b(**kw) -> PhysicsEnv:
-    """``causalplay/Physics2B-v0``."""
-    return PhysicsEnv(tier="2B", **kw)
+#: The entry points of ``causalplay/PhysicsB-v0`` and ``causalplay/Physics2B-v0``.
+make_b, make_2b = functools.partial(PhysicsEnv, tier="B"), functools.partial(PhysicsEnv, tier="2B")

@@ -16,6 +16,8 @@ Actions map to the world as ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - 
 
 from __future__ import annotations
 
+import functools
+import os
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +31,7 @@ from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, simulate
 from .physics_sim import GOAL as G_
 
 __all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "PhysicsTask", "to_balls", "make_task",
-           "make_tasks", "load_tasks", "action_set", "folds", "task_split"]
+           "task_keys", "get_task", "cached", "action_set", "folds", "task_split"]
 
 TIERS = {"B": 1, "2B": 2}
 RMIN, RMAX = 0.25, 1.0
@@ -325,29 +327,35 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
     raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable draw for task {index} in {max_draws} draws")
 
 
-def make_tasks(tier: str, templates=None, n: int = N_TASKS) -> list[PhysicsTask]:
-    """Tasks ``0..n-1`` of each template (all by default)."""
-    templates = range(len(_T)) if templates is None else templates
-    return [make_task(tier, t, i) for t in templates for i in range(n)]
+def task_keys(templates=None, n: int = N_TASKS) -> list[str]:
+    """The keys ``"<template>:<index>"`` of tasks ``0..n-1`` of each template (all by default), template-major."""
+    return [f"{t:02d}:{i:03d}" for t in (range(len(_T)) if templates is None else templates) for i in range(n)]
 
 
-def load_tasks(tier: str, cache: str | Path = "runs/physics", executor=None, templates=None,
-               n: int = N_TASKS) -> list[PhysicsTask]:
-    """The task pool of ``tier`` in the folder ``cache`` (``tasks-<tier>.pkl``): read when present, else tasks
-    ``0..n-1`` of ``templates`` (default all, 100 each) generated -- in parallel when given an executor -- and
-    written there."""
-    path = Path(cache) / f"tasks-{tier}.pkl"
+def cached(path: Path, make: Callable):
+    """``make()``, pickled at ``path``: read when the file exists, else computed and written atomically (a unique
+    temp file renamed into place), so processes that fill one cache at once never read a partial file."""
     if path.exists():
         return pickle.loads(path.read_bytes())
-    templates = range(len(_T)) if templates is None else templates
-    futs = [executor.submit(make_tasks, tier, [t], n) for t in templates] if executor is not None else None
-    tasks = []
-    for k, t in enumerate(templates):  # progress: tasks are generated template by template
-        tasks += futs[k].result() if futs else make_tasks(tier, [t], n)
-        print(f"[{tier}] template {TEMPLATES[t]}: {n} tasks ({k + 1}/{len(templates)})", flush=True)
+    obj = make()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(tasks))
-    return tasks
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(obj))
+    os.replace(tmp, path)
+    return obj
+
+
+@functools.lru_cache(maxsize=8192)
+def get_task(tier: str, key: str, cache: str | None = None) -> PhysicsTask:
+    """Task ``key`` (``"<template>:<index>"``) of ``tier``: :func:`make_task`'s, kept in memory and, when ``cache``
+    names a folder, in ``cache/tasks-<tier>/`` (one file per task). Generation is deterministic, so a cached task
+    is the generated one byte for byte."""
+    t, _, i = key.partition(":")
+    if not (t.isdigit() and i.isdigit()):
+        raise ValueError(f"task key must look like '07:013' (template:index), got {key!r}")
+    if cache is None:
+        return make_task(tier, int(t), int(i))
+    return cached(Path(cache) / f"tasks-{tier}" / f"{t}-{i}.pkl", lambda: make_task(tier, int(t), int(i)))
 
 
 def action_set(tier: str, n: int = ACTIONS, seed: int = 0) -> np.ndarray:

@@ -8,6 +8,8 @@ import gymnasium
 import numpy as np
 import pandas as pd
 import pytest
+import torch
+from causalplay.envs import PHYSICS_IDS, make_batch
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, invalid, render, simulate
 from causalplay.envs.physics_templates import (
@@ -22,11 +24,7 @@ from causalplay.envs.physics_templates import (
 )
 from gymnasium.utils.env_checker import check_env
 
-IDS = {"causalplay/PhysicsB-v0": "causalplay.envs.physics:make_b",
-       "causalplay/Physics2B-v0": "causalplay.envs.physics:make_2b"}
-for _id, _entry in IDS.items():
-    if _id not in gymnasium.registry:
-        gymnasium.register(_id, entry_point=_entry)
+from causalplay.bench.physics import PhysicsFamily
 
 
 def floor(role=OTHER):
@@ -122,34 +120,60 @@ def test_folds_are_deterministic_and_partition_the_tasks():
 
 
 def test_auccess_of_a_hand_written_success_curve():
-    from causalplay.bench.physics import summarise
-
-    # solved at attempts 1 and 3, one at 100, one never: s_1 = s_2 = 1/4, s_3..s_99 = 1/2, s_100 = 3/4
+    # fold 0: solved at attempts 1 and 3, one at 100, one never: s_1 = s_2 = 1/4, s_3..s_99 = 1/2, s_100 = 3/4
     want = (0.25 * math.log(3) + 0.5 * (math.log(100) - math.log(3)) + 0.75 * (math.log(101) - math.log(100)))
     want = 100 * want / math.log(101)
-    rec = pd.DataFrame({"tier": "B", "setting": "within", "agent": "x", "fold": 0, "solved_at": [1, 3, 0, 100]})
-    out = summarise(rec)
-    assert out.auccess_mean[0] == pytest.approx(want, abs=1e-9)
-    assert out.success10_mean[0] == pytest.approx(50.0)
+    # fold 1: both solved at attempt 1: AUCCESS 100, success@10 100
+    rec = pd.DataFrame({"env": "causalplay/PhysicsB-v0", "setting": "within", "agent": "x", "seed": 0,
+                        "fold": [0, 0, 0, 0, 1, 1], "solved_at": [1, 3, 0, 100, 1, 1]})
+    fam = PhysicsFamily()
+    rows = fam.summarise(rec)
+    assert rows[0]["auccess"] == pytest.approx(want, abs=1e-9) and rows[0]["success10"] == pytest.approx(50.0)
+    assert rows[1]["auccess"] == pytest.approx(100.0) and rows[1]["success10"] == pytest.approx(100.0)
+    tab = fam.table(rows).iloc[0]  # mean and SD (n - 1) over the two folds
+    assert tab.auccess == pytest.approx((want + 100) / 2) and tab.auccess_sd == pytest.approx((100 - want) / 2 ** 0.5)
+    assert tab.success10 == pytest.approx(75.0) and tab.folds == 2 and tab.episodes == 6
 
 
 def test_batch_task_budget_and_record():
     task = make_task("B", 0, 1)
-    batch = PhysicsBatch([task, task], "B", budget=2)
+    batch = PhysicsBatch([task, task], "B", budget=2, record=10)
     obs = batch.reset()
-    assert obs.shape == (2, batch.obs_size)
+    n = len(task.scene)
+    assert obs["scene"].shape == (2, 10, 8) and torch.equal(obs["scene"][0, :n], torch.from_numpy(task.scene))
+    assert obs["n_bodies"].tolist() == [n, n] and not obs["scene"][:, n:].any() and obs["traj"] == [None, None]
     far = np.array([[0.05, 0.9, 0.0], task.solution])
-    _, rew, term, trunc = batch.step(far)
+    obs, rew, term, trunc = batch.step(far)
     assert rew.tolist() == [0.0, 1.0] and term.tolist() == [False, True]
-    _, rew, term, trunc = batch.step(far)
+    assert obs["valid"].tolist() == [True, True] and obs["solved"].tolist() == [False, True]
+    assert obs["traj"][1].shape[1:] == (n + 1, 3) and obs["attempts"].tolist() == [1, 1]  # the ball is body n
+    obs, rew, term, trunc = batch.step(far)
     assert trunc.tolist() == [True, False] and rew.tolist() == [0.0, 0.0]  # row 1 had ended: ignored
+    assert obs["valid"].tolist() == [True, False] and obs["traj"][1] is None
     rec = batch.record()
     assert rec["solved_at"].tolist() == [0, 1] and rec["attempts"].tolist() == [2, 1]
     with pytest.raises(ValueError, match="action"):
         batch.step(np.array([[2.0, 0.5, 0.5]] * 2))
 
 
-@pytest.mark.parametrize("env_id", list(IDS))
+def test_a_sequence_moves_on_after_each_task_and_shows_how_the_last_one_ended():
+    t0, t1 = make_task("B", 0, 1), make_task("B", 2, 0)
+    seq = PhysicsBatch([t0, t1], "B", budget=3, max_invalid=2, sequential=True)
+    obs = seq.reset()
+    assert seq.B == 1 and obs["task"].tolist() == [0] and obs["template"].tolist() == [0]
+    obs, rew, term, trunc = seq.step(t0.solution[None])  # solves task 0: the row moves on, not done
+    assert obs["task"].tolist() == [1] and obs["solved"].tolist() == [True] and obs["template"].tolist() == [2]
+    assert rew.tolist() == [1.0] and not seq.done[0] and obs["attempts"].tolist() == [0]
+    corner = np.array([[0.0, 0.0, 1.0]])  # out of the world: invalid; two in a row give task 1 up
+    seq.step(corner)
+    obs, rew, term, trunc = seq.step(corner)
+    assert seq.done[0] and trunc.tolist() == [True] and obs["valid"].tolist() == [False]
+    rec = seq.record()
+    assert rec["solved_at"].tolist() == [1, 0] and rec["attempts"].tolist() == [1, 0]
+    assert rec["invalid"].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("env_id", PHYSICS_IDS)
 def test_gym_ids_check_env_and_seeded_rollouts_match(env_id):
     kw = {"templates": (0, 2), "n_tasks": 2}
     env = gymnasium.make(env_id, **kw)
@@ -166,3 +190,7 @@ def test_gym_ids_check_env_and_seeded_rollouts_match(env_id):
     assert obs["image"].shape == (256, 256) and obs["objects"].shape[1] == 8
     with pytest.raises(ValueError, match="action"):
         a.step(np.full(a.action_space.shape, 1.5, dtype=np.float32))
+    # make_batch draws the tasks as the env draws them, from one seeded generator
+    b1, b2 = (make_batch(env_id, 3, seed=5, **kw) for _ in range(2))
+    assert [t.key for t in b1.tasks] == [t.key for t in b2.tasks] and b1.action_size == a.action_space.shape[0]
+    assert {t.template for t in b1.tasks} <= {0, 2} and {int(t.key[3:]) for t in b1.tasks} <= {0, 1}

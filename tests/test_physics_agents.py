@@ -1,20 +1,25 @@
-"""Physics agents and the evaluator: ssup's posterior against a hand grid, budget rules, determinism, executors."""
+"""Physics agents on the one Agent protocol and the physics family on the one runner: ssup's posterior against a
+hand grid, budget rules, determinism (DQN's initial weights included), resume, executors, direct play."""
 
 from __future__ import annotations
 
-import pickle
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, simulate
-from causalplay.envs.physics_templates import PhysicsTask, make_task
+from causalplay.envs.physics_templates import PhysicsTask, get_task, make_task, task_keys
 from causalplay.models.physics import PhysicsPrior, log_weights
 
-from causalplay.agents.physics import PhysicsAgent, SsupAgent, _sim, make_physics_agent
-from causalplay.bench.executors import make_executor
-from causalplay.bench.physics import _play, evaluate, run
+from causalplay.agents import TaskInfo, make_agent
+from causalplay.agents.physics import PhysicsAgent, SsupAgent, _sim
+from causalplay.agents.physics_dqn import train_dqn
+from causalplay.bench.physics import PhysicsFamily, fold_tasks
+from causalplay.bench.play import play
+from causalplay.bench.runner import run_benchmark
 
 SCENE = np.array([[BAR, W / 2, 0.25, W, 0.5, 0, 0, OTHER], [BAR, 9.0, 0.6, 1.0, 0.2, 0, 0, TARGET],
                   [BALL, 3.0, 0.9, 0.4, 0, 0, 1, GOAL]])
@@ -49,14 +54,16 @@ def test_posterior_over_elasticity_matches_a_hand_grid(sd):
 
 
 def test_ssup_update_moves_its_belief_to_the_hand_posterior():
-    task = PhysicsTask("00:000", 0, SCENE, np.zeros(3))
-    ag = SsupAgent("B", seed=0, particles=len(GRID), noise=0.0, hierarchical=False)
-    ag.train([], "cross")
-    ag.begin([task])
+    """The trajectory in the observation after a failed attempt reweights ssup's particles as the hand grid says."""
+    batch = PhysicsBatch([PhysicsTask("00:000", 0, SCENE, np.zeros(3))], "B", record=10)
+    ag = SsupAgent(seed=0, particles=len(GRID), noise=0.0, hierarchical=False)
+    ag.train("B", [], "cross")
+    ag.reset(TaskInfo.from_env(batch), batch.reset())
     ag.belief[0] = {"friction": np.full(len(GRID), 0.5), "elasticity": GRID.copy(), "density": np.ones(len(GRID))}
     action = np.array([[0.3, 0.4, (0.5 - 0.25) / 0.75]])  # BALLS in action units
-    real = simulate(SCENE, BALLS, elasticity=float(GRID[8]), record=10)
-    ag.observe(action, np.array([True]), np.array([False]), [real.traj])
+    real = simulate(SCENE, BALLS, elasticity=float(GRID[8]), record=10)  # a world whose elasticity is GRID[8]
+    obs = {**batch.obs(), "valid": torch.tensor([True]), "solved": torch.tensor([False]), "traj": [real.traj]}
+    ag.observe(action, obs)
     hand = np.array([hand_log_lik(e, real.traj[:, 2:, :2], ag.prior.obs_sd, ag.prior.eps) for e in GRID])
     w = np.exp(hand - hand.max())
     want = (w * GRID).sum() / w.sum()
@@ -66,58 +73,103 @@ def test_ssup_update_moves_its_belief_to_the_hand_posterior():
     assert abs(want - GRID[8]) < 0.1
 
 
+ENV = "causalplay/PhysicsB-v0"
+UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 12}  # 36 tasks; cross fold 0 tests 12, within fold 0 tests 6
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    """A small tier-B task cache: 12 tasks of each of three templates (the evaluator reads the same file name)."""
-    path = tmp_path_factory.mktemp("physics")
-    tasks = [make_task("B", t, i) for t in (0, 2, 10) for i in range(12)]
-    (path / "tasks-B.pkl").write_bytes(pickle.dumps(tasks))
-    return str(path)
+    """A task cache holding the 36 tasks of UNIVERSE (generated once for the module)."""
+    path = str(tmp_path_factory.mktemp("physics"))
+    for k in task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"]):
+        get_task("B", k, path)
+    return path
 
 
 def _strip(df):
-    return df.drop(columns=["seconds", "train_seconds"])
+    return df.drop(columns=["seconds", "train_seconds"]).reset_index(drop=True)
 
 
 @pytest.mark.parametrize("agent", ["rand", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20:updates=2", "ssup"])
-def test_evaluate_records_are_valid_and_reproducible(agent, cache):
-    a = evaluate(0, "B", "cross", agent, seed=3, cache=cache)
-    b = evaluate(0, "B", "cross", agent, seed=3, cache=cache)
+def test_family_records_are_valid_and_reproducible(agent, cache):
+    fam, kw = PhysicsFamily(), {"fold": 0, "setting": "cross", "cache": cache, **UNIVERSE}
+    n = len(fold_tasks("B", 0, "cross", **UNIVERSE)[1])
+    a, b = (fam.episodes(ENV, agent, n, seed=3, env_kwargs=kw) for _ in range(2))
     pd.testing.assert_frame_equal(_strip(a), _strip(b))
-    assert len(a) > 0 and (a.attempts <= 100).all() and (a.solved_at <= a.attempts).all()
+    assert len(a) == n == 12 and (a.attempts <= 100).all() and (a.solved_at <= a.attempts).all()
     assert ((a.solved_at == 0) == (a.attempts == 100)).all()  # unsolved means the budget ran out
+
+
+def test_dqn_weights_depend_on_its_seed_only(cache, tmp_path):
+    """Two trainings with the same seed under different states of the caller's torch generator give the same
+    network (its initial weights come from ``seed``), and leave that generator as they found it."""
+    keys, nets = fold_tasks("B", 0, "cross", **UNIVERSE)[0], []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        state = torch.random.get_rng_state()
+        nets.append(train_dqn("B", keys, tmp_path / str(global_seed), seed=7, steps=3, cache=cache).state_dict())
+        assert torch.equal(torch.random.get_rng_state(), state)
+    assert nets[0].keys() == nets[1].keys() and all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
 
 
 class _Fixed(PhysicsAgent):
     def __init__(self, action):
-        super().__init__("B")
+        super().__init__()
         self.action = np.asarray(action, dtype=np.float64)
 
-    def act(self, active):
-        return np.tile(self.action, (len(self.tasks), 1))
+    def choose(self, obs, active):
+        return np.tile(self.action, (self.B, 1))
 
 
 def test_budget_counts_valid_attempts_only():
     task = make_task("B", 0, 0)
-    batch = PhysicsBatch([task], "B", budget=7)
-    _play(_Fixed([0.0, 0.0, 1.0]), batch, max_invalid=25)  # out of the world: never counts
-    assert batch.record()["attempts"][0] == 0 and batch.record()["invalid"][0] == 25
-    batch = PhysicsBatch([task], "B", budget=7)
-    _play(_Fixed([0.03, 0.95, 0.0]), batch, max_invalid=25)  # a small ball in the top-left corner: harmless
-    assert batch.record()["attempts"][0] == 7 and batch.record()["solved_at"][0] == 0
+    batch = PhysicsBatch([task], "B", budget=7, max_invalid=25)
+    rec = play(batch, _Fixed([0.0, 0.0, 1.0]))  # out of the world: never counts; given up after 25 in a row
+    assert rec["attempts"][0] == 0 and rec["invalid"][0] == 25
+    rec = play(PhysicsBatch([task], "B", budget=7), _Fixed([0.03, 0.95, 0.0]))  # a small ball top left: harmless
+    assert rec["attempts"][0] == 7 and rec["solved_at"][0] == 0
 
 
-def test_run_over_a_process_pool_matches_serial(cache):
-    kw = dict(tiers=("B",), settings=("within",), agents=("rand", "mem"), fold_ids=(0, 1), cache=cache)
-    serial = run(**kw)
-    with make_executor("process", workers=2) as ex:
-        pooled = run(executor=ex, **kw)
-    pd.testing.assert_frame_equal(_strip(serial), _strip(pooled))
+def test_runner_resumes_matches_direct_play_and_a_process_pool(cache, tmp_path):
+    """Two folds through run_benchmark (serial): a rerun reuses every shard and recomputes a damaged one; the
+    records equal a direct play() of the same tasks by the same agents; a process pool (its own cache of
+    networks, so DQN trains in other processes) gives the same records."""
+    variants = [v for v in PhysicsFamily().variants(ENV) if dict(v)["fold"] in (0, 1)]
+    agents, logs = ["rand", "mem-o", "dqn:steps=5"], []
+
+    def run(out, executor, kw):
+        return run_benchmark([ENV], agents, 2, [0], tmp_path / out, executor=executor, progress=False,
+                             workers=2 if executor == "process" else None, env_kwargs=kw, variants=variants,
+                             log=logs.append)
+
+    kw = {"cache": cache, **UNIVERSE}
+    a = run("a", "serial", kw)
+    assert len(a) == len(agents) * 4 * 2 and set(a.fold) == {0, 1} and set(a.setting) == {"within", "cross"}
+    assert not logs
+    shard = sorted((tmp_path / "a" / "shards").glob("*rand*.csv"))[0]
+    shard.write_bytes(shard.read_bytes().replace(b",", b";", 1))  # damaged: recomputed, the rest reused
+    pd.testing.assert_frame_equal(_strip(a), _strip(run("a", "serial", kw)))
+    assert len(logs) == 1 and shard.name in logs[0]
+    for agent in agents:  # fold 1, cross-template, by hand: train on train + dev, then play the 2 test tasks
+        train, test = fold_tasks("B", 1, "cross", **UNIVERSE)
+        keys = sorted(test[:2])
+        ag = make_agent(agent, seed=0, family="physics")
+        ag.train("B", train, "cross", cache)
+        rec = play(PhysicsBatch([get_task("B", k, cache) for k in keys], "B", sequential=ag.online), ag)
+        got = a[(a.fold == 1) & (a.setting == "cross") & (a.agent == agent)].set_index("key").loc[keys]
+        for col in ("solved_at", "attempts", "invalid"):
+            assert got[col].tolist() == rec[col].tolist(), (agent, col)
+    own = tmp_path / "cache"
+    shutil.copytree(cache, own, ignore=shutil.ignore_patterns("dqn"))  # the networks are trained anew
+    pd.testing.assert_frame_equal(_strip(a), _strip(run("p", "process", {**kw, "cache": str(own)})))
 
 
 def test_agent_specs_are_checked():
-    assert make_physics_agent("ssup:n_cand=4", "B").n_cand == 4
+    assert make_agent("ssup:n_cand=4", family="physics").n_cand == 4
+    assert make_agent("dqn-o:updates=3", family="physics").online
     with pytest.raises(ValueError, match="unknown physics agent"):
-        make_physics_agent("nope", "B")
+        make_agent("nope", family="physics")
     with pytest.raises(ValueError, match="key=value"):
-        make_physics_agent("ssup:n_cand", "B")
+        make_agent("ssup:n_cand", family="physics")
+    with pytest.raises(ValueError, match="fold has 6 test tasks"):
+        PhysicsFamily().episodes(ENV, "rand", 7, 0, env_kwargs={"fold": 0, "setting": "within", **UNIVERSE})

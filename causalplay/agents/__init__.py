@@ -1,7 +1,8 @@
 """Agents, batched, one protocol (see :mod:`causalplay.agents.base`), one registry per task family, one spec
 grammar (:mod:`causalplay.core.specs`): ``make_agent("planner:depth=2")``, ``make_agent("bayes", family="dag")``.
 
-Blicket agents (family ``"blicket"``; the causal-DAG agents are listed in :mod:`causalplay.agents.dag`).
+Blicket agents (family ``"blicket"``; the causal-DAG agents are listed in :mod:`causalplay.agents.dag`, the physics
+puzzles' in :mod:`causalplay.agents.physics`).
 The paper's names (``random`` .. ``notears``) are the IVRE paper's baselines as its public code runs them,
 quirks included where the paper's numbers depend on them (:mod:`causalplay.agents.paper`). The ``-exact`` /
 ``-uniform`` rows are our cleaner variants of the same ideas (:mod:`causalplay.agents.heuristics`,
@@ -52,6 +53,8 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
+from .physics import MemAgent, MemOAgent, RandAgent, SsupAgent
+from .physics_dqn import DqnAgent, DqnOAgent
 from .pixels import EIGPixelsAgent
 from .rl import RLAgent
 from .transfer import TransferEIGAgent
@@ -72,8 +75,9 @@ AGENTS: dict[str, type[Agent]] = {
 }
 
 #: family -> its agents (Blicket tasks and the Overhypothesis sequences share one registry).
-REGISTRIES: dict[str, dict[str, type[Agent]]] = {"blicket": AGENTS, "sequence": AGENTS, "dag": DAG_AGENTS,
-                                                  "nexiom": {NexiomEIGAgent.name: NexiomEIGAgent}}
+REGISTRIES: dict[str, dict[str, type[Agent]]] = {
+    "blicket": AGENTS, "sequence": AGENTS, "dag": DAG_AGENTS, "nexiom": {NexiomEIGAgent.name: NexiomEIGAgent},
+    "physics": {c.name: c for c in (RandAgent, MemAgent, MemOAgent, DqnAgent, DqnOAgent, SsupAgent)}}
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
 PAPER_AGENTS = ("random", "bayes", "naive", "search-random", "search-naive", "notears")

@@ -1,92 +1,113 @@
 """Agents for the physics puzzles: PHYRE's baselines (RAND, MEM, MEM-O; DQN and DQN-O live in
 :mod:`causalplay.agents.physics_dqn`) and ``ssup``, a simulation-based Bayesian learner.
 
-Every agent plays a batch of tasks in lock-step through one protocol::
-
-    agent.train(train_tasks, setting)     # once per fold; may use the simulator (PHYRE allows it in training)
-    agent.begin(tasks)                    # a batch of test tasks (their scenes: the object list)
-    a = agent.act(active)                 # [B, 3m] in [0, 1]; rows not active are ignored
-    agent.observe(a, valid, solved, traj) # the evaluator's answer (traj: [B] trajectories, None if invalid)
-    agent.end()                           # after the batch: online agents learn here
-
-Each docstring says what the agent knows. The evaluator (:mod:`causalplay.bench.physics`) enforces the budget
-and PHYRE's rule that invalid actions do not count.
+Each is an :class:`~causalplay.agents.base.Agent` that :func:`causalplay.bench.play.play` drives on a
+:class:`causalplay.envs.physics.PhysicsBatch`: ``reset(info, obs)`` starts a batch of tasks (``obs`` holds their
+object lists), ``act(obs, active)`` returns ``[B, 3m]`` actions in ``[0, 1]`` and reads in ``obs`` what the previous
+one did (valid, solved, and the trajectory when the task records it). Before a fold's test tasks, the benchmark calls
+``train(tier, keys, setting, cache)`` with its training tasks (PHYRE allows the simulator there). Online agents play
+a fold's test tasks as one sequence and learn when a task ends. Each docstring says what the agent knows.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from causalplay.envs.physics_sim import W, invalid, simulate
-from causalplay.envs.physics_templates import ACTIONS, TIERS, PhysicsTask, action_set, load_tasks, to_balls
+from causalplay.envs.physics_templates import ACTIONS, TIERS, PhysicsTask, action_set, cached, get_task, to_balls
 from causalplay.models.physics import PhysicsPrior, log_weights, sample_prior, simulate_particles
 
-__all__ = ["PhysicsAgent", "RandAgent", "MemAgent", "SsupAgent", "PHYSICS_AGENTS", "make_physics_agent",
-           "outcomes", "POOL"]
+from .base import Agent, TaskInfo
+
+__all__ = ["PhysicsAgent", "RandAgent", "MemAgent", "MemOAgent", "SsupAgent", "outcomes", "POOL"]
 
 POOL = 6  # training-pool tasks per template whose outcomes on the whole action set are simulated
 
 
-def _outcome_rows(tier: str, tasks: list[PhysicsTask], actions: np.ndarray) -> np.ndarray:
-    out = np.full((len(tasks), len(actions)), -1, dtype=np.int8)
-    balls = to_balls(actions)
-    for i, t in enumerate(tasks):
-        ok = np.flatnonzero(~invalid(t.scene, balls))
-        out[i, ok] = [simulate(t.scene, balls[j], check=False).solved for j in ok]
-    return out
-
-
-def outcomes(tier: str, cache: str | Path = "runs/physics", executor=None,
-             n_actions: int = ACTIONS) -> tuple[list[str], np.ndarray]:
-    """Outcomes of the tier's fixed action set on the training pool (task indices ``< POOL`` of every template in
-    the cached task pool, :func:`~causalplay.envs.physics_templates.load_tasks`): ``(keys, int8 [n_pool,
-    n_actions])`` with 1 solved, 0 not, -1 invalid; simulated once and cached beside the tasks. Agents keep the
-    rows of their fold's training tasks."""
-    pool = [t for t in load_tasks(tier, cache) if int(t.key.split(":")[1]) < POOL]
-    keys = [t.key for t in pool]
-    path = Path(cache) / f"outcomes-{tier}-{n_actions}.npz"
-    if path.exists():
-        return keys, np.load(path)["o"]
+def _outcome_rows(tier: str, keys: list[str], cache: str, n_actions: int) -> list[np.ndarray]:
     acts = action_set(tier, n_actions)
+    balls = to_balls(acts)
+
+    def row(key: str) -> np.ndarray:
+        scene, out = get_task(tier, key, cache).scene, np.full(len(acts), -1, dtype=np.int8)
+        ok = np.flatnonzero(~invalid(scene, balls))
+        out[ok] = [simulate(scene, balls[j], check=False).solved for j in ok]
+        return out
+
+    folder = Path(cache) / f"outcomes-{tier}-{n_actions}"
+    return [cached(folder / f"{k.replace(':', '-')}.pkl", lambda k=k: row(k)) for k in keys]
+
+
+def outcomes(tier: str, keys, cache: str | Path = "runs/physics", executor=None,
+             n_actions: int = ACTIONS) -> tuple[list[PhysicsTask], np.ndarray]:
+    """Outcomes of the tier's fixed action set on the training-pool tasks among ``keys`` (task index ``< POOL``),
+    in key order: ``(tasks, int8 [n, n_actions])`` with 1 solved, 0 not, -1 invalid. Each task's row is simulated
+    once and cached in ``cache/outcomes-<tier>-<n_actions>/`` (the tasks in ``cache/tasks-<tier>/``); ``executor``
+    fills missing rows in parallel."""
+    cache, pool = str(cache), sorted(k for k in keys if int(k.split(":")[1]) < POOL)
     chunks = [pool[i:i + 10] for i in range(0, len(pool), 10)]
-    if executor is None:
-        o = np.concatenate([_outcome_rows(tier, c, acts) for c in chunks])
-    else:
-        o = np.concatenate([f.result() for f in [executor.submit(_outcome_rows, tier, c, acts) for c in chunks]])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, o=o)
-    return keys, o
+    rows = [r for rs in (executor.map if executor else map)(partial(_outcome_rows, tier, cache=cache,
+                                                                      n_actions=n_actions), chunks) for r in rs]
+    return [get_task(tier, k, cache) for k in pool], np.array(rows, dtype=np.int8).reshape(len(pool), n_actions)
 
 
-class PhysicsAgent:
-    """Base class: keeps the batch's tasks and the actions each row has tried."""
+class PhysicsAgent(Agent):
+    """Base class: keeps each row's scene (from the observation's object list), template and the valid attempts
+    it made (``tried``: ``(action, solved)``); subclasses implement :meth:`choose` and may override
+    :meth:`begin`, :meth:`observe` and :meth:`finish`."""
 
-    name, online = "agent", False
+    name = "physics"
+    #: learns between test tasks (played as one sequence); trajectory frame spacing it reads (0: none)
+    online, record = False, 0
 
-    def __init__(self, tier: str, seed: int = 0, cache: str = "runs/physics"):
-        if tier not in TIERS:
-            raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
-        self.tier, self.m, self.seed, self.cache = tier, TIERS[tier], seed, cache
+    def reseed(self, seed: int) -> None:
+        super().reseed(seed)
         self.rng = np.random.default_rng([seed, 7919])
 
-    def train(self, tasks: list[PhysicsTask], setting: str) -> None:
-        self.setting = setting
+    def train(self, tier: str, keys: list[str], setting: str, cache: str | Path = "runs/physics") -> None:
+        """Learn from a fold's training tasks ``keys`` (train + dev) before its test tasks in ``setting`` ("within"
+        or "cross" template); simulated outcomes are cached in ``cache``."""
+        if tier not in TIERS or setting not in ("within", "cross"):
+            raise ValueError(f"need a tier in {list(TIERS)} and setting 'within' or 'cross', got {tier!r}, "
+                             f"{setting!r}")
+        self.tier, self.setting, self.cache = tier, setting, str(cache)
 
-    def begin(self, tasks: list[PhysicsTask]) -> None:
-        self.tasks = tasks
-        self.tried = [[] for _ in tasks]
+    def reset(self, task: TaskInfo, obs: dict) -> None:
+        self.task, self.B, self.t, self.m, self.prev = task, len(obs["task"]), 0, TIERS[task.config["tier"]], None
+        self.begin(obs)
 
-    def act(self, active: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+    def act(self, obs: dict, active: torch.Tensor) -> np.ndarray:
+        if self.prev is not None:
+            self.observe(self.prev, obs)
+            if bool((obs["task"] != self.current).any()):  # a sequence (one row) moved on to its next task
+                self.finish()
+                self.begin(obs)
+        self.prev = self.choose(obs, active.numpy())
+        self.t += 1
+        return self.prev
+
+    def begin(self, obs: dict) -> None:
+        """New tasks in every row: read their scenes and templates."""
+        n = obs["n_bodies"].tolist()
+        self.current, self.templates = obs["task"].clone(), obs["template"].tolist()
+        self.scenes = [obs["scene"][b, :n[b]].numpy() for b in range(self.B)]
+        self.tried = [[] for _ in range(self.B)]
+
+    def choose(self, obs: dict, active: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def observe(self, action: np.ndarray, valid: np.ndarray, solved: np.ndarray, traj: list) -> None:
+    def observe(self, action: np.ndarray, obs: dict) -> None:
+        """What the previous ``action`` did (``obs``: valid, solved, traj)."""
+        valid, solved = obs["valid"].numpy(), obs["solved"].numpy()
         for b in np.flatnonzero(valid):
             self.tried[b].append((action[b], bool(solved[b])))
 
-    def end(self) -> None:
-        pass
+    def finish(self) -> None:
+        """Every row's task has ended (online agents learn here)."""
 
 
 class RandAgent(PhysicsAgent):
@@ -94,75 +115,80 @@ class RandAgent(PhysicsAgent):
 
     name = "rand"
 
-    def act(self, active):
-        return self.rng.random((len(self.tasks), 3 * self.m))
+    def choose(self, obs, active):
+        return self.rng.random((self.B, 3 * self.m))
 
 
 class MemAgent(PhysicsAgent):
-    """MEM (``online=False``) / MEM-O (``online=True``): ranks the tier's fixed action set by ``p_a``, the
-    fraction of training-pool tasks each action solved (outcomes simulated once, :func:`outcomes`).
+    """MEM: ranks the tier's fixed action set by ``p_a``, the fraction of training-pool tasks each action solved
+    (outcomes simulated once, :func:`outcomes`).
 
     Knows: the training tasks and the simulator (training only), and in the within-template setting the test
     task's template id (a per-template ranking, as in PHYRE); cross-template it uses one global ranking.
-    MEM-O adds each finished test task's attempts to the counts with weight ``weight`` (PHYRE tunes it on the
-    dev split; here it is fixed).
     """
 
     name = "mem"
 
-    def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, weight: float = 5.0,
-                 n_actions: int = ACTIONS):
-        super().__init__(tier, seed, cache)
-        self.online, self.weight, self.actions = online, weight, action_set(tier, n_actions)
-        self.name = "mem-o" if online else "mem"
+    def __init__(self, seed: int = 0, weight: float = 5.0, n_actions: int = ACTIONS):
+        super().__init__(seed)
+        self.weight, self.n_actions = weight, n_actions
 
-    def train(self, tasks, setting):
-        super().train(tasks, setting)
-        keys, o = outcomes(self.tier, self.cache, n_actions=len(self.actions))
-        keep = set(t.key for t in tasks)
-        rows = np.array([k in keep for k in keys])
-        tmpl = np.array([int(k.split(":")[0]) for k in keys])[rows]
-        win = (o[rows] == 1).astype(np.float64)
+    def train(self, tier, keys, setting, cache="runs/physics"):
+        super().train(tier, keys, setting, cache)
+        self.actions = action_set(tier, self.n_actions)
+        pool, o = outcomes(tier, keys, cache, n_actions=self.n_actions)
+        tmpl, win = np.array([t.template for t in pool]), (o == 1).astype(np.float64)
         self.succ = {None: win.sum(0)}
-        self.tot = {None: np.full(len(self.actions), float(rows.sum()))}
+        self.tot = {None: np.full(len(self.actions), float(len(pool)))}
         if setting == "within":
             for t in np.unique(tmpl):
                 self.succ[t], self.tot[t] = win[tmpl == t].sum(0), np.full(len(self.actions), float((tmpl == t).sum()))
 
-    def _key(self, task):
-        return task.template if self.setting == "within" and task.template in self.succ else None
+    def _key(self, template: int):
+        return template if self.setting == "within" and template in self.succ else None
 
-    def begin(self, tasks):
-        super().begin(tasks)
-        self.rank = [np.argsort(-(self.succ[self._key(t)] / np.maximum(self.tot[self._key(t)], 1)), kind="stable")
-                     for t in tasks]
-        self.pos = np.zeros(len(tasks), dtype=np.int64)
-        self.done_idx = [[] for _ in tasks]
+    def ranks(self) -> list[np.ndarray]:
+        """Each row's order of the fixed actions, best first."""
+        return [np.argsort(-(self.succ[k] / np.maximum(self.tot[k], 1)), kind="stable")
+                for k in map(self._key, self.templates)]
 
-    def act(self, active):
-        out = np.empty((len(self.tasks), 3 * self.m))
-        for b in range(len(self.tasks)):
+    def begin(self, obs):
+        super().begin(obs)
+        self.rank, self.pos, self.done_idx = self.ranks(), np.zeros(self.B, dtype=np.int64), [[] for _ in range(self.B)]
+
+    def choose(self, obs, active):
+        out = np.empty((self.B, 3 * self.m))
+        for b in range(self.B):
             i = self.rank[b][self.pos[b] % len(self.actions)]
             self.pos[b] += 1
             self.done_idx[b].append(i)
             out[b] = self.actions[i]
         return out
 
-    def observe(self, action, valid, solved, traj):
-        super().observe(action, valid, solved, traj)
-        for b in np.flatnonzero(~valid):  # invalid: not an attempt, nothing learned
-            self.done_idx[b].pop()
-        for b in np.flatnonzero(valid):
-            self.done_idx[b][-1] = (self.done_idx[b][-1], bool(solved[b]))
+    def observe(self, action, obs):
+        super().observe(action, obs)
+        valid, solved = obs["valid"].numpy(), obs["solved"].numpy()
+        for b in range(self.B):
+            if valid[b]:
+                self.done_idx[b][-1] = (self.done_idx[b][-1], bool(solved[b]))
+            else:  # invalid, or the row had ended: not an attempt, nothing learned
+                self.done_idx[b].pop()
 
-    def end(self):
+    def finish(self):
         if not self.online:
             return
-        for b, t in enumerate(self.tasks):
-            k = self._key(t)
+        for b, tpl in enumerate(self.templates):
+            k = self._key(tpl)
             for i, s in [d for d in self.done_idx[b] if isinstance(d, tuple)]:
                 self.succ[k][i] += self.weight * s
                 self.tot[k][i] += self.weight
+
+
+class MemOAgent(MemAgent):
+    """MEM-O: MEM, plus each finished test task's attempts added to the counts with weight ``weight`` (PHYRE tunes
+    it on the dev split; here it is fixed). Knows what MEM knows and the outcomes of its own test attempts."""
+
+    name, online = "mem-o", True
 
 
 # -- ssup ----------------------------------------------------------------------------------------------------
@@ -231,55 +257,53 @@ class SsupAgent(PhysicsAgent):
 
     name = "ssup"
 
-    def __init__(self, tier, seed=0, cache="runs/physics", n_cand: int = 16, n_sims: int = 2, rounds: int = 4,
-                 accept: float = 0.5, decay: float = 0.5, tabu: float = 0.04, particles: int = 8,
-                 noise: float = 0.03, hierarchical: bool = True, calib_sd: float = 1.0):
-        super().__init__(tier, seed, cache)
+    def __init__(self, seed: int = 0, n_cand: int = 16, n_sims: int = 2, rounds: int = 4, accept: float = 0.5,
+                 decay: float = 0.5, tabu: float = 0.04, particles: int = 8, noise: float = 0.03,
+                 hierarchical: bool = True, calib_sd: float = 1.0):
+        super().__init__(seed)
         self.n_cand, self.n_sims, self.rounds, self.accept, self.decay, self.tabu = (n_cand, n_sims, rounds,
                                                                                     accept, decay, tabu)
         self.P, self.hierarchical, self.calib_sd = particles, hierarchical, calib_sd
         self.prior = PhysicsPrior(noise=noise)
-        self.sims = 0
+        self.record = self.prior.record  # it reads every attempt's trajectory, at the model's frames
 
-    def train(self, tasks, setting):
+    def train(self, tier, keys, setting, cache="runs/physics"):
         """Learn the overhypothesis: Dirichlet counts over action kinds (role x relation) of the training pool's
         solving actions, per template and pooled (the template prior's concentration is the pooled mean)."""
-        super().train(tasks, setting)
+        super().train(tier, keys, setting, cache)
         kinds = len(ROLES) * len(RELATIONS)
         self.counts = {None: np.ones(kinds)}
-        self.physics = self._calibrate(tasks) if tasks else None
+        pool, o = outcomes(tier, keys, cache)
+        self.physics = self._calibrate(pool, o) if len(keys) else None
         if not self.hierarchical:
             return
-        keys, o = outcomes(self.tier, self.cache)
-        acts, by_key = action_set(self.tier), {t.key: t for t in tasks}
-        for k, row in zip(keys, o, strict=True):
-            if k not in by_key or not (row == 1).any():
+        acts = action_set(tier)
+        for t, row in zip(pool, o, strict=True):
+            if not (row == 1).any():
                 continue
-            t = by_key[k]
             c = np.bincount([self._kind_of(t.scene, a) for a in acts[row == 1]], minlength=kinds)
             c = c / c.sum()  # each task counts once, whatever its number of solutions
             self.counts[None] = self.counts[None] + c
             self.counts[t.template] = self.counts.get(t.template, 0) + c
 
-    def _calibrate(self, tasks, n_tasks: int = 16, n_particles: int = 128) -> dict:
+    def _calibrate(self, pool: list[PhysicsTask], o: np.ndarray, n_tasks: int = 16, n_particles: int = 128) -> dict:
         """The physics overhypothesis: likelihood weighting of ``n_particles`` prior draws on simulated attempts
         in ``n_tasks`` training-pool tasks (for each, the first action of the fixed set that solved it in
         training: an attempt where bodies collide, so its trajectory is informative); test tasks start from
         ``particles`` draws of this posterior."""
         parts, logw = sample_prior(n_particles, self.rng, self.prior), np.zeros(n_particles)
-        keys, o = outcomes(self.tier, self.cache)
-        by_key, acts, used = {t.key: t for t in tasks}, action_set(self.tier), 0
-        for k, row in zip(keys, o, strict=True):
-            if used == n_tasks or k not in by_key or not (row == 1).any():
+        acts, used = action_set(self.tier), 0
+        for t, row in zip(pool, o, strict=True):
+            if used == n_tasks or not (row == 1).any():
                 continue
-            t, balls = by_key[k], to_balls(acts[np.argmax(row == 1)])
+            balls = to_balls(acts[np.argmax(row == 1)])
             real = simulate(t.scene, balls, record=self.prior.record, check=False)
             dyn = np.concatenate([t.scene[:, 6] > 0, np.ones(len(balls), bool)])
             logw += log_weights(_sim(t.scene, balls), dyn, parts, real.traj[:, dyn, :2], real.solved,
                                 PhysicsPrior(noise=0.0, obs_sd=self.calib_sd))
             used += 1
         w = np.exp(logw - logw.max())
-        return {k: v for k, v in parts.items()} | {"w": w / w.sum()}
+        return parts | {"w": w / w.sum()}
 
     def _draw_physics(self) -> dict:
         if self.physics is None:
@@ -296,33 +320,32 @@ class SsupAgent(PhysicsAgent):
         rel = 0 if y > scene[j, 2] + 0.2 and abs(x - scene[j, 1]) < 1.0 else (1 if x < scene[j, 1] else 2)
         return int(scene[j, 7] != 1) * len(RELATIONS) + rel
 
-    def begin(self, tasks):
-        super().begin(tasks)
-        self.belief = [self._draw_physics() for _ in tasks]
-        self.logw = [np.zeros(self.P) for _ in tasks]
-        self.weights, self.chosen = [], np.zeros(len(tasks), dtype=np.int64)
-        for t in tasks:
-            pooled = self.counts[None] / self.counts[None].sum()
-            a = pooled * 4.0 + (self.counts.get(t.template, 0) if self.setting == "within" else 0)
-            self.weights.append((a / np.sum(a))[_kinds(t.scene)])
+    def begin(self, obs):
+        super().begin(obs)
+        self.belief = [self._draw_physics() for _ in range(self.B)]
+        self.logw = [np.zeros(self.P) for _ in range(self.B)]
+        self.weights, self.chosen = [], np.zeros(self.B, dtype=np.int64)
+        pooled = self.counts[None] / self.counts[None].sum()
+        for scene, tpl in zip(self.scenes, self.templates, strict=True):
+            a = pooled * 4.0 + (self.counts.get(tpl, 0) if self.setting == "within" else 0)
+            self.weights.append((a / np.sum(a))[_kinds(scene)])
 
     def _estimate(self, b: int, acts: np.ndarray) -> np.ndarray:
         """P(success) of each candidate: mean over ``n_sims`` particles drawn from the belief."""
-        t, w = self.tasks[b], np.exp(self.logw[b] - self.logw[b].max())
+        scene, w = self.scenes[b], np.exp(self.logw[b] - self.logw[b].max())
         p = np.zeros(len(acts))
         for k, a in enumerate(acts):
             idx = self.rng.choice(self.P, self.n_sims, p=w / w.sum())
             parts = {n: v[idx] for n, v in self.belief[b].items()}
-            sims = simulate_particles(_sim(t.scene, to_balls(a)), parts, self.prior.noise,
+            sims = simulate_particles(_sim(scene, to_balls(a)), parts, self.prior.noise,
                                       int(self.rng.integers(2**31)))
             p[k] = np.mean([s.solved for s in sims])
-        self.sims += len(acts) * self.n_sims
         return p
 
-    def act(self, active):
-        out = self.rng.random((len(self.tasks), 3 * self.m))
+    def choose(self, obs, active):
+        out = self.rng.random((self.B, 3 * self.m))
         for b in np.flatnonzero(active):
-            scene, best, best_p = self.tasks[b].scene, None, -1.0
+            scene, best, best_p = self.scenes[b], None, -1.0
             failed = np.array([a for a, s in self.tried[b] if not s]).reshape(-1, 3 * self.m)
             for _ in range(self.rounds if len(self.tried[b]) < 10 else 1):  # long failures: cheaper attempts
                 w = self.weights[b] + 1e-3 / len(self.weights[b])
@@ -343,42 +366,20 @@ class SsupAgent(PhysicsAgent):
                 out[b] = best
         return out
 
-    def observe(self, action, valid, solved, traj):
-        super().observe(action, valid, solved, traj)
+    def observe(self, action, obs):
+        super().observe(action, obs)
+        valid, solved, traj = obs["valid"].numpy(), obs["solved"].numpy(), obs["traj"]
         for b in np.flatnonzero(valid & ~solved):
             self.weights[b][self.chosen[b]] *= self.decay
             if traj[b] is None:
                 continue
-            scene = self.tasks[b].scene
-            balls = to_balls(action[b])
+            scene, balls = self.scenes[b], to_balls(action[b])
             dyn = np.concatenate([scene[:, 6] > 0, np.ones(len(balls), bool)])
             self.logw[b] = self.logw[b] + log_weights(_sim(scene, balls), dyn, self.belief[b], traj[b][:, dyn, :2],
                                                       False, self.prior, seed=int(self.rng.integers(2**31)))
-            self.sims += self.P
             w = np.exp(self.logw[b] - self.logw[b].max())
             if w.sum() ** 2 / (w**2).sum() < self.P / 2:  # resample, with a little jitter to keep particles apart
                 idx = self.rng.choice(self.P, self.P, p=w / w.sum())
                 self.belief[b] = {k: np.abs(v[idx] * np.exp(0.05 * self.rng.standard_normal(self.P)))
                                   for k, v in self.belief[b].items()}
                 self.logw[b] = np.zeros(self.P)
-
-
-def _dqn(online: bool):
-    def make(tier, seed=0, cache="runs/physics", **kw):
-        from .physics_dqn import DqnAgent  # torch training code: only when asked for
-
-        return DqnAgent(tier, seed, cache, online=online, **kw)
-
-    return make
-
-
-PHYSICS_AGENTS = {"rand": RandAgent, "mem": MemAgent, "mem-o": lambda *a, **k: MemAgent(*a, online=True, **k),
-                  "dqn": _dqn(False), "dqn-o": _dqn(True), "ssup": SsupAgent}
-
-
-def make_physics_agent(spec, tier: str, seed: int = 0, cache: str = "runs/physics") -> PhysicsAgent:
-    """An agent from a spec ``name:key=value`` (:mod:`causalplay.core.specs`; names: :data:`PHYSICS_AGENTS`)."""
-    from causalplay.core.specs import parse_spec
-
-    s = parse_spec(spec, PHYSICS_AGENTS, "physics agent")
-    return PHYSICS_AGENTS[s.name](tier, seed, cache, **s.kwargs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,16 +24,16 @@ from torch import nn
 from causalplay.envs.physics_sim import render
 from causalplay.envs.physics_templates import TIERS, action_set
 
-from .physics import MemAgent, outcomes
+from .physics import MemAgent, PhysicsAgent, outcomes
 
-__all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "images"]
+__all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images"]
 
 RES = 64
 
 
-def images(tasks) -> torch.Tensor:
-    """Initial scenes as one-hot float images ``[n, 7, RES, RES]``."""
-    idx = torch.from_numpy(np.stack([render(t.scene, res=RES) for t in tasks]).astype(np.int64))
+def images(scenes) -> torch.Tensor:
+    """Scenes as one-hot float images ``[n, 7, RES, RES]``."""
+    idx = torch.from_numpy(np.stack([render(s, res=RES) for s in scenes]).astype(np.int64))
     return nn.functional.one_hot(idx, 7).permute(0, 3, 1, 2).float()
 
 
@@ -60,23 +61,24 @@ class PhysicsNet(nn.Module):
         return self.head(self.trunk(img), action)
 
 
-def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
+def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
               lr: float = 3e-3, cache: str = "runs/physics") -> PhysicsNet:
-    """Train on the outcomes of the training pool restricted to ``tasks``; writes ``out/model.pt`` and
-    ``out/config.json`` (loaded instead of retrained when present)."""
+    """Train on the outcomes of the training pool restricted to the tasks ``keys``; writes ``out/config.json`` and
+    ``out/model.pt`` (atomically: workers training the same network at once never read half a file), read instead
+    of retrained when present. ``seed`` fixes the initial weights and the batches; the caller's torch generator is
+    left as it was."""
     out = Path(out)
-    net = PhysicsNet(TIERS[tier])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = PhysicsNet(TIERS[tier])
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
-    keys, o = outcomes(tier, cache)
-    keep = {t.key: t for t in tasks}
-    rows = [i for i, k in enumerate(keys) if k in keep]
-    imgs, o = images([keep[keys[i]] for i in rows]), o[rows]
+    pool, o = outcomes(tier, keys, cache)
+    imgs = images([t.scene for t in pool])
     acts = torch.as_tensor(action_set(tier), dtype=torch.float32)
     pos, neg = np.argwhere(o == 1), np.argwhere(o == 0)
     gen = np.random.default_rng(seed)
-    torch.manual_seed(seed)  # the initial weights; the caller's global stream is restored below
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     net.train()
@@ -89,54 +91,48 @@ def train_dqn(tier: str, tasks, out: str | Path, seed: int = 0, steps: int = 300
         opt.step()
         sched.step()
     out.mkdir(parents=True, exist_ok=True)
-    torch.save(net.state_dict(), out / "model.pt")
     (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
-                                                 "lr": lr, "tasks": len(rows), "positives": int(len(pos)),
+                                                 "lr": lr, "tasks": len(pool), "positives": int(len(pos)),
                                                  "final_loss": loss.item() if len(pos) and len(neg) else None}))
+    tmp = out / f".model.{os.getpid()}.tmp"
+    torch.save(net.state_dict(), tmp)
+    os.replace(tmp, out / "model.pt")
     return net.eval()
 
 
 class DqnAgent(MemAgent):
-    """DQN (``online=False``) / DQN-O (``online=True``): ranks the fixed action set by the network's score for
-    the test task's initial image.
+    """DQN: ranks the fixed action set by the network's score for the test task's initial image.
 
     Knows: the training tasks and the simulator (training only: the network is fit to simulated attempts);
-    at test time only the initial image. DQN-O takes ``updates`` gradient steps (learning rate ``lr_online``)
-    of the fusion and head layers on each finished test task's attempts, then plays the next task with the
-    updated network.
+    at test time only the initial image (rendered from the observation's object list).
     """
 
-    def __init__(self, tier, seed=0, cache="runs/physics", online: bool = False, steps: int = 300,
-                 updates: int = 10, lr_online: float = 1e-3):
-        super().__init__(tier, seed, cache, online=online)
-        self.name, self.steps, self.updates, self.lr_online = ("dqn-o" if online else "dqn"), steps, updates, lr_online
+    name = "dqn"
 
-    def train(self, tasks, setting):
-        self.setting = setting
-        digest = hashlib.sha256(",".join(sorted(t.key for t in tasks)).encode()).hexdigest()[:12]
-        state = torch.random.get_rng_state()
-        try:
-            self.net = train_dqn(self.tier, tasks, Path(self.cache) / "dqn" / f"{self.tier}-{digest}-s{self.seed}",
-                                 self.seed, self.steps, cache=self.cache)
-        finally:
-            torch.random.set_rng_state(state)
+    def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3):
+        super().__init__(seed)
+        self.steps, self.updates, self.lr_online = steps, updates, lr_online
+
+    def train(self, tier, keys, setting, cache="runs/physics"):
+        PhysicsAgent.train(self, tier, keys, setting, cache)
+        self.actions = action_set(tier, self.n_actions)
+        digest = hashlib.sha256(",".join(sorted(keys)).encode()).hexdigest()[:12]
+        self.net = train_dqn(tier, keys, Path(cache) / "dqn" / f"{tier}-{digest}-s{self.seed}", self.seed,
+                             self.steps, cache=cache)
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
 
-    def begin(self, tasks):
-        super(MemAgent, self).begin(tasks)
-        self.imgs = images(tasks)
+    def ranks(self):
+        self.imgs = images(self.scenes)
         with torch.no_grad():
-            self.rank = [torch.argsort(-self.net.head(f[None].expand(len(self.acts_t), -1, -1, -1), self.acts_t),
-                                       stable=True).numpy() for f in self.net.trunk(self.imgs)]
-        self.pos = np.zeros(len(tasks), dtype=np.int64)
-        self.done_idx = [[] for _ in tasks]
+            return [torch.argsort(-self.net.head(f[None].expand(len(self.acts_t), -1, -1, -1), self.acts_t),
+                                  stable=True).numpy() for f in self.net.trunk(self.imgs)]
 
-    def end(self):
+    def finish(self):
         if not self.online:
             return
-        for b in range(len(self.tasks)):
+        for b in range(self.B):
             tried = [d for d in self.done_idx[b] if isinstance(d, tuple)]
             if not tried:
                 continue
@@ -151,3 +147,11 @@ class DqnAgent(MemAgent):
                 loss.backward()
                 self.opt.step()
             self.net.eval()
+
+
+class DqnOAgent(DqnAgent):
+    """DQN-O: DQN, plus ``updates`` gradient steps (learning rate ``lr_online``) of the fusion and head layers on
+    each finished test task's attempts; the next task is played with the updated network. Knows what DQN knows
+    and the outcomes of its own test attempts."""
+
+    name, online = "dqn-o", True

@@ -1,109 +1,133 @@
-"""The physics benchmark (PHYRE protocol): a budget-enforcing evaluator, per-task records and fold scores.
+"""The physics family (PHYRE protocol): agents x 10 folds x within / cross-template settings, scored by AUCCESS.
 
-:func:`evaluate` is a pure worker: one (fold, tier, setting, agent spec, seed, task range) -> a DataFrame with one
-row per test task. It trains the agent on the fold's train + dev tasks (PHYRE trains test-time agents on both),
-then plays the test tasks: at most ``budget`` valid attempts each; an invalid action is rejected without
-counting (after ``max_invalid`` of them in a row the task is given up). Online agents (``*-o``) play their
-tasks one after another and learn between them; the others play the whole range as one batch.
-:func:`summarise` turns records into AUCCESS (PHYRE's weights, :func:`causalplay.bench.metrics.auccess`) and
-success at 10 attempts per fold, and their mean and SD over folds. :func:`run` fans (fold, tier, setting,
-agent) shards over an executor (:func:`causalplay.bench.executors.make_executor`: serial, process, Ray, Dask).
+A variant is a ``(fold, setting)``; its episodes are the fold's test tasks in a stable-hash order (:func:`fold_tasks`:
+``--episodes 8`` is the same 8-task sample of each fold for every agent). The worker trains the agent on the fold's
+train + dev tasks (as PHYRE does), then plays the shard's tasks with :func:`~.play.play`: as a batch, or as one
+sequence for an online agent, which learns between tasks. Env options: ``templates`` (default all) and ``n_tasks``
+(per template, default 100) are the tasks the folds split; ``cache`` (``runs/physics``) keeps generated tasks,
+simulated training outcomes and trained networks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
-from itertools import product
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
-from causalplay.agents.physics import make_physics_agent
+from causalplay.core.metrics import auccess, stable_unit, success_curve
 from causalplay.envs.physics import BUDGET, PhysicsBatch
-from causalplay.envs.physics_templates import TEMPLATES, folds, load_tasks
+from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, folds, get_task, task_keys
 
-from .metrics import auccess, stable_unit, success_curve
+from .family import Family, build_agent
+from .play import play
 
-__all__ = ["evaluate", "summarise", "run", "test_tasks"]
+__all__ = ["PhysicsFamily", "fold_tasks", "tier_of"]
 
-
-def test_tasks(tier: str, fold: int, setting: str, max_test: int | None = None, cache: str = "runs/physics"):
-    """The fold's ``(train + dev, test)`` tasks; ``max_test`` keeps that many test tasks, chosen by stable hash."""
-    tasks = load_tasks(tier, cache)
-    split = folds(tier, fold, setting, [t.key for t in tasks])
-    by_key = {t.key: t for t in tasks}
-    test = sorted(split["test"], key=lambda k: stable_unit(f"{tier}:{setting}:{fold}:{k}"))[:max_test]
-    return [by_key[k] for k in split["train"] + split["dev"]], [by_key[k] for k in sorted(test)]
+_OPTIONS = {"fold": 0, "setting": "within", "templates": None, "n_tasks": N_TASKS, "cache": "runs/physics"}
 
 
-def _play(agent, batch: PhysicsBatch, max_invalid: int) -> None:
-    agent.begin(batch.tasks)
-    batch.reset()
-    streak = np.zeros(batch.B, dtype=np.int64)
-    while not batch.done.all():
-        active = ~batch.done.numpy()
-        a = np.clip(np.asarray(agent.act(active), dtype=np.float64), 0, 1)
-        batch.step(a, check=False)
-        valid, solved = batch.last["valid"] & active, batch.last["solved"] & active
-        agent.observe(a, valid, solved, [batch.last["traj"][b] for b in range(batch.B)])
-        streak = np.where(valid, 0, streak + active)
-        batch.done |= torch.from_numpy(streak >= max_invalid)  # an agent stuck on invalid actions gives up
-    agent.end()
+def tier_of(env_id: str) -> str:
+    """``"B"`` or ``"2B"``: the tier a physics id names (``causalplay/Physics<tier>-v<N>``)."""
+    return env_id.split("/Physics")[-1].split("-")[0]
 
 
-def evaluate(fold: int, tier: str, setting: str, agent: str, seed: int = 0, tasks: range | None = None, *,
-             budget: int = BUDGET, max_test: int | None = None, max_invalid: int = 1000,
-             cache: str = "runs/physics") -> pd.DataFrame:
-    """Score agent spec ``agent`` on the test tasks ``tasks`` (a range over the fold's test list; all when
-    ``None``) of ``fold`` in ``tier`` / ``setting``; returns one row per task: ``fold, tier, setting, agent,
-    seed, key, template, solved_at`` (0: unsolved within the budget), ``attempts, invalid, seconds``."""
-    train, test = test_tasks(tier, fold, setting, max_test, cache)
-    test = test if tasks is None else test[tasks.start:tasks.stop:tasks.step]
-    ag = make_physics_agent(agent, tier, seed, cache)
-    t0 = time.perf_counter()
-    ag.train(train, setting)
-    t_train, rows = time.perf_counter() - t0, []
-    chunks = [[t] for t in test] if ag.online else [test]
-    for chunk in chunks:
-        if not chunk:
-            continue
+def fold_tasks(tier: str, fold: int, setting: str, templates=None,
+               n_tasks: int = N_TASKS) -> tuple[list[str], list[str]]:
+    """The fold's task keys ``(train + dev, test)`` among tasks ``0..n_tasks-1`` of ``templates``; the test keys in
+    a stable-hash order, so any prefix is a fair sample of the split."""
+    split = folds(tier, fold, setting, task_keys(templates, n_tasks))
+    test = sorted(split["test"], key=lambda k: stable_unit(f"{tier}:{setting}:{fold}:{k}"))
+    return split["train"] + split["dev"], test
+
+
+class PhysicsFamily(Family):
+    """PHYRE's protocol on our templates: AUCCESS and success@10 per (tier, setting, agent), mean ± SD over folds."""
+
+    name = "physics"
+    columns = ("env", "agent", "seed", "episode", "fold", "setting", "key", "template", "solved_at", "attempts",
+               "invalid", "seconds", "train_seconds")
+    #: a variant's test tasks in one shard: an online agent learns across all the tasks of a fold it plays
+    shard_size = 10_000
+    #: test tasks per fold and setting when the CLI is not told (each is up to 100 simulated attempts)
+    default_episodes = 8
+    display = {"auccess": "AUCCESS %", "success10": "success@10 %"}
+
+    def owns(self, env_id: str) -> bool:
+        from causalplay.envs import PHYSICS_IDS
+
+        return env_id in PHYSICS_IDS
+
+    def variants(self, env_id: str) -> list:
+        return [(("fold", f), ("setting", s)) for f in range(10) for s in ("within", "cross")]
+
+    def check_env(self, env_id: str, env_kwargs: dict | None = None) -> None:
+        unknown = set(env_kwargs or {}) - set(_OPTIONS)
+        if unknown:
+            raise ValueError(f"{env_id} has no option {sorted(unknown)}; options: {sorted(_OPTIONS)}")
+        if importlib.util.find_spec("pymunk") is None:
+            raise ValueError(f"{env_id} needs the physics engine: pip install 'causalplay[physics]'")
+
+    def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
+        self.check_env(env_id, env_kwargs)
+        kw = {**_OPTIONS, **(env_kwargs or {})}
+        tier, fold, setting, cache = tier_of(env_id), kw["fold"], kw["setting"], str(kw["cache"])
+        train, test = fold_tasks(tier, fold, setting, kw["templates"], kw["n_tasks"])
+        if start + n > len(test):
+            raise ValueError(f"{env_id} fold {fold} {setting}: episodes {start}..{start + n - 1} asked for, but the "
+                             f"fold has {len(test)} test tasks ({kw['n_tasks']} per template); ask for fewer")
+        ag = build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs)
+        if ag.online and start > 0:
+            raise ValueError(f"online agent {agent!r} learns across a fold's test tasks: play them in one shard "
+                             f"(a shard size of at least the episodes)")
         t0 = time.perf_counter()
-        batch = PhysicsBatch(chunk, tier, budget, record=10 if agent.startswith("ssup") else 0)
-        _play(ag, batch, max_invalid)
-        rec, dt = batch.record(), (time.perf_counter() - t0) / len(chunk)
-        rows += [dict(fold=fold, tier=tier, setting=setting, agent=agent, seed=seed, key=rec["key"][i],
-                      template=TEMPLATES[rec["template"][i]], solved_at=int(rec["solved_at"][i]),
-                      attempts=int(rec["attempts"][i]), invalid=int(rec["invalid"][i]), seconds=dt,
-                      train_seconds=t_train) for i in range(len(chunk))]
-    return pd.DataFrame(rows)
+        ag.train(tier, train, setting, cache)
+        t_train, t0 = time.perf_counter() - t0, time.perf_counter()
+        keys = test[start:start + n]
+        order = sorted(keys)  # the batch's rows (an online agent's sequence) in key order
+        batch = PhysicsBatch([get_task(tier, k, cache) for k in order], tier, record=ag.record, sequential=ag.online)
+        rec = play(batch, ag)
+        at = [order.index(k) for k in keys]
+        return pd.DataFrame({
+            "env": env_id, "agent": agent, "seed": seed, "episode": np.arange(start, start + n), "fold": fold,
+            "setting": setting, "key": keys, "template": [TEMPLATES[t] for t in rec["template"][at]],
+            **{c: rec[c][at] for c in ("solved_at", "attempts", "invalid")},
+            "seconds": (time.perf_counter() - t0) / n, "train_seconds": t_train})
 
+    def summarise(self, df: pd.DataFrame) -> list[dict]:
+        """One row per (env, setting, agent, fold): AUCCESS and success within 10 attempts (%) of the fold's task
+        plays (every seed's)."""
+        rows = []
+        for (env, setting, agent, fold), g in df.groupby(["env", "setting", "agent", "fold"], sort=False):
+            s = g["solved_at"].to_numpy()
+            rows.append({"env": env, "agent": agent, "setting": setting, "fold": int(fold), "episodes": len(g),
+                         "seeds": int(g["seed"].nunique()), "auccess": 100 * auccess(s, 0, BUDGET),
+                         "success10": 100 * float(success_curve(s, BUDGET)[9])})
+        return rows
 
-def summarise(records: pd.DataFrame, budget: int = BUDGET) -> pd.DataFrame:
-    """Per (tier, setting, agent): AUCCESS and success@10 (%) as mean and SD over folds (and the fold count)."""
-    per_fold = records.groupby(["tier", "setting", "agent", "fold"]).solved_at.agg(
-        auccess=lambda s: 100 * auccess(s.to_numpy(), 0, budget),
-        success10=lambda s: 100 * success_curve(s.to_numpy(), budget)[9]).reset_index()
-    out = per_fold.groupby(["tier", "setting", "agent"]).agg(
-        auccess_mean=("auccess", "mean"), auccess_sd=("auccess", "std"), success10_mean=("success10", "mean"),
-        success10_sd=("success10", "std"), folds=("fold", "nunique"))
-    return out.reset_index()
+    def table(self, rows: list[dict], level: float = 0.95) -> pd.DataFrame:
+        """Per (env, setting, agent): each score's mean and SD (``*_sd``, n - 1) over folds."""
+        g = pd.DataFrame(rows).groupby(["env", "setting", "agent"], sort=False)
+        return g.agg(folds=("fold", "size"), episodes=("episodes", "sum"), auccess=("auccess", "mean"),
+                     auccess_sd=("auccess", "std"), success10=("success10", "mean"),
+                     success10_sd=("success10", "std")).reset_index()
 
+    def plots(self, df: pd.DataFrame, out: str | Path) -> list[Path]:
+        """``success_physics.png``: % of test tasks solved within k attempts (log scale), mean over folds ± 1 SD,
+        a panel per env and setting."""
+        from .plots import _plt, _save
 
-def run(tiers=("B", "2B"), settings=("within", "cross"), agents=("rand", "mem", "mem-o", "dqn", "dqn-o", "ssup"),
-        fold_ids=range(10), seed: int = 0, executor=None, max_test: int | None = None, on_result=None,
-        cache: str = "runs/physics") -> pd.DataFrame:
-    """Every (tier, setting, agent, fold) shard through ``executor`` (serial when ``None``); ``on_result`` gets
-    each shard's DataFrame as it arrives (write results incrementally). Returns all records."""
-    from .executors import make_executor
-
-    jobs = list(product(tiers, settings, agents, fold_ids))
-    ex = executor or make_executor("serial")
-    futs = [ex.submit(evaluate, f, t, s, a, seed, max_test=max_test, cache=cache) for t, s, a, f in jobs]
-    out = []
-    for fut in futs:
-        df = fut.result()
-        out.append(df)
-        if on_result is not None:
-            on_result(df)
-    return pd.concat(out, ignore_index=True)
+        plt, k = _plt(), np.arange(1, BUDGET + 1)
+        groups = list(df.groupby(["env", "setting"], sort=False).groups)
+        fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
+        for ax, (env, setting) in zip(axes[0], groups, strict=True):
+            for agent, g in df[(df["env"] == env) & (df["setting"] == setting)].groupby("agent", sort=False):
+                c = np.stack([100 * success_curve(f["solved_at"].to_numpy(), BUDGET) for _, f in g.groupby("fold")])
+                ax.plot(k, c.mean(0), label=agent)
+                ax.fill_between(k, c.mean(0) - c.std(0), c.mean(0) + c.std(0), alpha=0.15)
+            ax.set(xscale="log", title=f"{tier_of(env)} {setting}", xlabel="attempts", ylim=(0, 100))
+        axes[0, 0].set_ylabel("% tasks solved")
+        axes[0, -1].legend(fontsize=7)
+        return [_save(plt, fig, out, "success", "physics")]

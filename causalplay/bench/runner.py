@@ -26,6 +26,7 @@ from .dag import DAGFamily
 from .executors import SerialExecutor, abort, make_executor
 from .family import Family
 from .nexiom import NexiomFamily
+from .physics import PhysicsFamily
 from .sequences import SequenceFamily
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
@@ -34,7 +35,7 @@ __all__ = ["FAMILIES", "family_of", "run_episodes", "run_shard", "run_benchmark"
            "ShardError", "RunLocked", "EPISODE_COLUMNS"]
 
 #: Every task family the runner knows, in the order their tables print.
-FAMILIES: tuple[Family, ...] = (BlicketFamily(), SequenceFamily(), NexiomFamily(), DAGFamily())
+FAMILIES: tuple[Family, ...] = (BlicketFamily(), SequenceFamily(), NexiomFamily(), DAGFamily(), PhysicsFamily())
 
 
 def family_of(env_id: str) -> Family:
@@ -42,10 +43,10 @@ def family_of(env_id: str) -> Family:
     for fam in FAMILIES:
         if fam.owns(env_id):
             return fam
-    from causalplay.envs import DAG_ENV_IDS, ENV_IDS, SEQUENCE_IDS
+    from causalplay.envs import DAG_ENV_IDS, ENV_IDS, PHYSICS_IDS, SEQUENCE_IDS
 
     raise ValueError(f"unknown environment id {env_id!r}; expected one of "
-                     f"{ENV_IDS + SEQUENCE_IDS + DAG_ENV_IDS} or a pixel id")
+                     f"{ENV_IDS + SEQUENCE_IDS + DAG_ENV_IDS + PHYSICS_IDS} or a pixel id")
 
 
 def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard: int = 0, start: int = 0,

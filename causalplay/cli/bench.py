@@ -20,7 +20,8 @@ __all__ = ["bench", "check_agent_spec"]
 #: Each family's agents when ``--agents`` is not given (NOTEARS only when named: one structure fit per step).
 DEFAULT_AGENTS = {"blicket": "random,bayes,naive,search-random,search-naive,eig,planner",
                   "sequence": "eig-transfer:transfer=False,eig-transfer", "nexiom": "eig",
-                  "dag": "expert,random,value,change,total-corr,partial-corr,bayes"}
+                  "dag": "expert,random,value,change,total-corr,partial-corr,bayes",
+                  "physics": "rand,mem,mem-o,dqn,dqn-o,ssup"}
 
 
 def _merge(option: str, items: list[str]) -> list[str]:
@@ -113,6 +114,25 @@ def _out_cb(value: str) -> str:
     return value
 
 
+def _fold_list(value: str) -> list[int] | None:
+    """``"0-9"`` or ``"0,3,5"`` -> the fold numbers (``""``: None, every variant); ``typer.BadParameter`` else."""
+    if not value.strip():
+        return None
+    try:
+        lo, dash, hi = value.partition("-")
+        folds = list(range(int(lo), int(hi) + 1)) if dash else [int(x) for x in value.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"give folds as a range (0-9) or a list (0,3,5), got {value!r}") from None
+    if not folds:
+        raise typer.BadParameter(f"{value!r} names no fold")
+    return folds
+
+
+def _folds_cb(value: str) -> str:
+    _fold_list(value)
+    return value
+
+
 def _compare_cb(value: str) -> str:
     from causalplay.agents import split_agent_specs
 
@@ -133,7 +153,7 @@ def _print_tables(tab, fam, console, title: str) -> None:
     """One rich table per env (and variant): the family's columns as ``mean ± CI``; long cells fold, never cut."""
     from rich.table import Table
 
-    keys = [c for c in ("rule_per", "linear", "split", "rule") if c in tab]
+    keys = [c for c in ("rule_per", "linear", "split", "rule", "setting") if c in tab]
     for key, g in tab.groupby(["env", *keys], sort=False):
         key = key if isinstance(key, tuple) else (key,)
         t = Table(title=" ".join([key[0]] + [f"{k}={v}" for k, v in zip(keys, key[1:], strict=True)]) + title)
@@ -141,17 +161,20 @@ def _print_tables(tab, fam, console, title: str) -> None:
         for col in lead + list(fam.display.values()):
             t.add_column(col, justify="right", overflow="fold", no_wrap=col == "agent")
         for _, r in g.iterrows():
-            t.add_row(*(str(r[c]) for c in lead), *(_cell(r[c], r[c + "_ci"]) for c in fam.display))
+            spread = [r.get(c + "_ci", r.get(c + "_sd")) for c in fam.display]  # a CI, or the physics table's SD
+            t.add_row(*(str(r[c]) for c in lead), *(_cell(r[c], h) for c, h in zip(fam.display, spread, strict=True)))
         console.print(t)
 
 
 def bench(
     env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids (any family: Blicket, "
-                                                        "Overhypothesis, Nexiom, CausalDAG).", callback=_envs_cb),
+                                                        "Overhypothesis, Nexiom, CausalDAG, Physics).",
+                            callback=_envs_cb),
     agents: str | None = typer.Option(
         None, help="Comma-separated agent names or specs with options, e.g. planner:depth=2 (default: the family's "
                  "usual set; NOTEARS only when named).", callback=_agents_cb),
-    episodes: int = typer.Option(1000, min=1, help="Episodes per env x variant x agent x seed."),
+    episodes: int | None = typer.Option(None, min=1, help="Episodes per env x variant x agent x seed (default: the "
+                                                         "family's, 1000; physics: 8 test tasks per fold)."),
     seeds: int = typer.Option(3, min=1, help="Number of seeds (0..seeds-1)."),
     out: str = typer.Option("runs/bench", help="Output folder (results.json, episodes.csv, table.csv, shards/, "
                                                "PNGs).", callback=_out_cb),
@@ -171,8 +194,12 @@ def bench(
     address: Annotated[str, typer.Option(
         help="Cluster to run on (ray: host:port of `ray start --head`, or 'auto'; dask: tcp://host:8786). "
              "Empty: start a local one.")] = "",
+    folds: Annotated[str, typer.Option(
+        help="Only these folds (0-9 or 0,3,5) of envs whose variants are folds (the physics ids); default all.",
+        callback=_folds_cb)] = "",
 ) -> None:
-    """Run the benchmark and print each family's scores (mean ± 95% CI over seeds, or over episodes)."""
+    """Run the benchmark and print each family's scores (mean ± 95% CI over seeds, or over episodes; physics: ± SD
+    over folds)."""
     import pandas as pd
     from rich.console import Console
 
@@ -213,11 +240,27 @@ def bench(
                     check_pairing(e, a, e in PIXEL_IDS)
                 except ValueError as err:
                     raise typer.BadParameter(str(err), param_hint="'--agents'") from None
+    if episodes is None:  # each family's default; one number for the run
+        defaults = {getattr(f, "default_episodes", 1000) for f in fams.values()}
+        if len(defaults) > 1:
+            raise typer.BadParameter(f"these envs' families play {sorted(defaults)} episodes by default; give one "
+                                     "number for all", param_hint="'--episodes'")
+        episodes = defaults.pop()
+    variants, fold_ids = None, _fold_list(folds)
+    if fold_ids is not None:  # keep the variants of those folds
+        variants = []
+        for e, fam in fams.items():
+            have = {dict(v).get("fold") for v in fam.variants(e)} - {None}
+            if not set(fold_ids) <= have:
+                raise typer.BadParameter(f"{e} has folds {sorted(have) or 'none'}, not {fold_ids}",
+                                         param_hint="'--folds'")
+            variants += [v for v in fam.variants(e) if dict(v)["fold"] in fold_ids]
     t0 = time.perf_counter()
     try:
         df = run_benchmark(env_ids, per_env, episodes, range(seeds), out, shard_size=shard_size or None,
                            executor=executor, workers=workers or None, address=address or None,
-                           episodes_per_agent={"notears": notears_episodes, "notears-exact": notears_episodes})
+                           episodes_per_agent={"notears": notears_episodes, "notears-exact": notears_episodes},
+                           variants=variants)
     except RunLocked as err:
         raise typer.BadParameter(str(err), param_hint="'--out'") from None
     except KeyboardInterrupt:
@@ -234,8 +277,9 @@ def bench(
         tab = fam.table(summarise(g))
         tables.append(tab)
         fam.plots(g, out)
-        ci = "over seeds" if fam.name == "blicket" and seeds > 1 else "over episodes"
-        _print_tables(tab, fam, console, f" (mean ± 95% CI {ci}; {seeds} seed(s))")
+        ci = ("95% CI over seeds" if fam.name == "blicket" and seeds > 1 else "SD over folds" if fam.name == "physics"
+              else "95% CI over episodes")
+        _print_tables(tab, fam, console, f" (mean ± {ci}; {seeds} seed(s))")
     atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
     blicket = df[df["env"].map(lambda e: fams[e].name == "blicket")]
     if "parse_failure_rate" in pd.DataFrame(results):  # language-model agents: unparsed answers, tokens
