@@ -379,12 +379,10 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
             queue = ctx.SimpleQueue() if progress else None
             with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_queue, initargs=(queue,)) as ex:
                 futs = [ex.submit(_chain, setup, options, seed, c) for c in range(options.chains)]
-                while True:  # polls: Ctrl-C stops the wait promptly, and the bars move
-                    wait_futures(futs, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                while pending := [f for f in futs if not f.done()]:  # polls: Ctrl-C stops the wait, bars move
+                    wait_futures(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                     while queue is not None and not queue.empty():
                         bars.update(*queue.get())
-                    if all(f.done() for f in futs):
-                        break
                 out = [f.result() for f in futs]
         else:
             out = [_chain(setup, options, seed, c, bars) for c in range(options.chains)]

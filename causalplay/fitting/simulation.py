@@ -34,6 +34,7 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
     draws = th["lapse"].shape[0]
     P = fit.feats.n_participants
     parts = fit.data.participants
+    told = list(fit.data.known_counts().values())  # a replica is told what its participant was told
     if n_participants is None:
         d = torch.randint(draws, (P,), generator=gen)
         theta = {k: v[d, torch.arange(P)] for k, v in th.items()}
@@ -45,15 +46,17 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
         group = {k: v[d] for k, v in flat.items() if v.dim() == 1}
         raw = fit.par.new_participants(group, n_participants, 1, gen)
         theta = {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
+        told = [None] * n_participants
         if worlds is None:
             w = torch.randint(P, (n_participants,), generator=gen).tolist()
             worlds = [(parts["rule"].iloc[i], parts["true_blickets"].iloc[i]) for i in w]
+            told = [told[i] for i in w] if any(k is not None for k in told) else told
     return simulate(fit.model, theta, worlds, fit.data.n_objects, learner=fit.learner, seed=seed + 1,
-                    max_tests=max_tests)
+                    max_tests=max_tests, n_blickets=told if any(k is not None for k in told) else None)
 
 
 def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, learner: LearnerConfig | None = None,
-             seed: int = 0, max_tests: int = 30, prefix: str = "S", rule_prior=None):
+             seed: int = 0, max_tests: int = 30, prefix: str = "S", rule_prior=None, n_blickets=None):
     """Simulate participants of a choice model with known parameters on deterministic Blicket machines.
 
     Parameters
@@ -69,6 +72,9 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         One per participant: the transferred ``P(conjunctive)`` that participant starts from (a later round of
         multi-round data; used in full, or mixed by the ``transfer`` weight of a ``+transfer`` model), or None
         for the fitted ``sigmoid(rho)``.
+    n_blickets : sequence of int or None, optional
+        One per participant: the number of blickets that participant is told (the learner's set prior is that
+        count, as for told counts in fitted data), or None; written to the data's ``n_blickets`` column.
 
     Returns
     -------
@@ -99,6 +105,13 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
                                                     if v is not None})
     elif cm.transfer:
         raise ValueError(f"model {cm.name!r} needs rule_prior (the transferred P(conjunctive) per participant)")
+    told = None
+    if n_blickets is not None:
+        if len(n_blickets) != P:
+            raise ValueError(f"n_blickets needs one entry per participant ({P}), got {len(n_blickets)}")
+        from ..models.choice.base import told_set_prior
+
+        told = told_set_prior(space, dict(enumerate(n_blickets)), list(range(P)))
     S = 2**n_objects
     # The one Nexiom task loop: the machine, the test budget and the answer's scoring are the task's.
     task = NexiomBatch(P, np.random.default_rng(seed), n_objects=n_objects, budget=max_tests)
@@ -120,7 +133,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     while not bool(task.done.all()):
         active = ~task.done
         feats = step_features(space, ll, t, tested, learner.min_tests, ids)
-        feats.rule_prior, feats.transferred = rp_table, rp_mask
+        feats.rule_prior, feats.transferred, feats.set_log_prior = rp_table, rp_mask, told
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
         choice = (torch.full((P,), S) if t == max_tests
@@ -128,7 +141,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         stop = active & (choice == S)
         if bool(stop.any()):  # the judgement of those who stop now, from what they know now
             jf = step_features(space, ll, 0, tested, learner.min_tests, ids)
-            jf.rule_prior, jf.transferred = rp_table, rp_mask
+            jf.rule_prior, jf.transferred, jf.set_log_prior = rp_table, rp_mask, told
             with torch.no_grad():
                 jl = cm.judgement_log_probs(jf, th)
             judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
@@ -160,5 +173,6 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         parts.append({"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tb,
                       "judged_blickets": js, "blickets_correct": bool(rec["blickets_correct"][i]),
                       "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
-                      "n_tests": int(rec["n_tests"][i])})
+                      "n_tests": int(rec["n_tests"][i]),
+                      **({} if n_blickets is None else {"n_blickets": n_blickets[i]})})
     return TrialData(pd.DataFrame(parts), tests, n_objects, [], f"simulate({cm.name})")

@@ -47,7 +47,7 @@ from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
            "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
-           "transferred_rule_priors", "participant_rule_prior", "rule_prior_table"]
+           "transferred_rule_priors", "participant_rule_prior", "rule_prior_table", "told_set_prior", "RULED_OUT"]
 
 _LOG2 = math.log(2.0)
 #: Log prior of a blicket set ruled out by a told count: its posterior weight underflows to exactly 0 in float64, where
@@ -347,10 +347,10 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
         can_stop=t_t >= learner.min_tests, tested=torch.as_tensor(np.stack(tested)), candidates=cands,
         sizes=cands.sum(-1), final_ll=ll[last], judgement=torch.tensor(judgement),
         test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask,
-        set_log_prior=_told_set_prior(space, data.known_counts(), data.ids))
+        set_log_prior=told_set_prior(space, data.known_counts(), data.ids))
 
 
-def _told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Tensor | None:
+def told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Tensor | None:
     """``[P, 2**N]`` log prior of each blicket set for participants told the number of blickets (uniform over the
     sets of that size, :data:`RULED_OUT` elsewhere) and the learner's own prior for the others; None if nobody was
     told."""
