@@ -173,3 +173,21 @@ def test_agent_specs_are_checked():
         make_agent("ssup:n_cand", family="physics")
     with pytest.raises(ValueError, match="fold has 6 test tasks"):
         PhysicsFamily().episodes(ENV, "rand", 7, 0, env_kwargs={"fold": 0, "setting": "within", **UNIVERSE})
+
+
+def test_cli_bench_plays_the_folds_asked_for(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from causalplay.cli import app
+
+    monkeypatch.chdir(tmp_path)  # the default task cache, runs/physics, lands here
+    cli, out = CliRunner(), str(tmp_path / "out")
+    res = cli.invoke(app, ["bench", "--env", ENV, "--agents", "rand", "--folds", "3", "--episodes", "1", "--seeds",
+                           "1", "--executor", "serial", "--out", out, "--wide"])
+    assert res.exit_code == 0, res.output
+    rec = pd.read_csv(tmp_path / "out" / "episodes.csv")
+    assert rec.fold.tolist() == [3, 3] and sorted(rec.setting) == ["cross", "within"]
+    assert "setting=within" in res.output and "(mean ± SD" in res.output  # SD over folds
+    for folds, env, agent in (("12", ENV, "rand"), ("0-x", ENV, "rand"), ("0", "causalplay/IVRE-v0", "random")):
+        bad = cli.invoke(app, ["bench", "--env", env, "--agents", agent, "--folds", folds, "--out", out])
+        assert bad.exit_code == 2 and "--folds" in bad.output, bad.output

@@ -120,7 +120,7 @@ class PhysicsFamily(Family):
         from .plots import _plt, _save
 
         plt, k = _plt(), np.arange(1, BUDGET + 1)
-        groups = list(df.groupby(["env", "setting"], sort=False).groups)
+        groups = list(dict.fromkeys(zip(df["env"], df["setting"], strict=True)))  # in the run's order
         fig, axes = plt.subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
         for ax, (env, setting) in zip(axes[0], groups, strict=True):
             for agent, g in df[(df["env"] == env) & (df["setting"] == setting)].groupby("agent", sort=False):
