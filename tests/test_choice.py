@@ -185,3 +185,17 @@ def test_sweep_feature_by_hand(feats):
     assert s[0].nonzero().flatten().tolist() == [1, 3, 5, 7, 9, 11, 13, 15]
     assert s[1].nonzero().flatten().tolist() == [4, 12]
     assert s[2].sum() == 0
+
+
+def test_choice_models_take_the_packages_spec_grammar():
+    """``name:key=value`` (the grammar of agents and DAG agents) names the same models as the older ``+`` form."""
+    from causalplay.models.choice import get_model
+
+    pairs = [("eig_sweep:shared=['gamma','stop_a']:transfer=True", "eig_sweep+shared(gamma,stop_a)+transfer"),
+             ("eig_sweep:shared=gamma", "eig_sweep+shared(gamma)"), ("random:transfer=True", "random+transfer")]
+    for spec, legacy in pairs:
+        a, b = get_model(spec), get_model(legacy)
+        assert a.name == b.name and [p.name for p in a.all_params()] == [p.name for p in b.all_params()]
+    assert get_model("eig_sweep:judgement=softmax").judgement.name == "softmax"
+    with pytest.raises(ValueError, match=r"choice model option\(s\) \['bogus'\] in 'eig_sweep:bogus=1'"):
+        get_model("eig_sweep:bogus=1")

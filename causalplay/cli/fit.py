@@ -29,10 +29,15 @@ def check_data_cmd(
 
 
 def _models(value: str) -> list[str]:
-    """Comma-separated choice models; commas inside ``+shared(a,b)`` belong to the name."""
+    """Comma-separated choice models; commas inside quotes or brackets (``shared=['a','b']``, ``+shared(a,b)``)
+    belong to the spec."""
+    from causalplay.core.specs import split_specs
     from causalplay.models.choice import get_model
 
-    names = [m.strip() for m in re.split(r",(?![^()]*\))", value) if m.strip()]
+    try:
+        names = split_specs(value, "--models")
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
     if not names:
         raise typer.BadParameter("give at least one choice model, e.g. eig_sweep,random")
     for m in names:

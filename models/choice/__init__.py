@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from causalplay.core.specs import Spec, parse_spec
+
 from .base import (
     RULE_PARAMS,
     STOP_PARAMS,
@@ -74,17 +76,31 @@ MAIN_MODELS = ("random", "naive", "positive", "eig_softmax", "eig_size", "eig_sw
 ABLATIONS = ("eig_softmax", "size", "sweep", "eig_size", "eig_plus_sweep", "size_sweep", "eig_sweep")
 
 
-def get_model(name: str | ChoiceModel, judgement: str | JudgementModel | None = None) -> ChoiceModel:
+def get_model(name: str | ChoiceModel | Spec, judgement: str | JudgementModel | None = None) -> ChoiceModel:
     """The registered model ``name`` (or ``name`` itself if it is a ChoiceModel), optionally with another
     judgement model (``"sample"`` or ``"softmax"``).
 
-    ``"<name>+transfer"`` is the model with the weight of a rule prior transferred from earlier rounds
-    (:meth:`ChoiceModel.with_transfer`; multi-round data, ``LearnerConfig(transfer=True)``);
-    ``"<name>+shared(a,b)"`` the model with participant-level parameters ``a`` and ``b`` shared by everybody
-    (:meth:`ChoiceModel.with_shared`). Modifiers combine in either order (``"eig_sweep+shared(gamma)+transfer"``).
+    ``name`` is a spec in the package's one grammar (:mod:`causalplay.core.specs`): ``"eig_sweep"``,
+    ``"eig_sweep:transfer=True"`` (the weight of a rule prior transferred from earlier rounds;
+    :meth:`ChoiceModel.with_transfer`, multi-round data, ``LearnerConfig(transfer=True)``),
+    ``"eig_sweep:shared=['gamma','stop_a']"`` (participant-level parameters shared by everybody;
+    :meth:`ChoiceModel.with_shared`), ``"eig_sweep:judgement=softmax"``. The older forms ``"<name>+transfer"`` and
+    ``"<name>+shared(a,b)"`` (in either order) name the same models.
     """
     if isinstance(name, ChoiceModel):
         cm = name
+    elif isinstance(name, Spec) or (isinstance(name, str) and "+" not in name):
+        spec = parse_spec(name, REGISTRY, "choice model")
+        opts = spec.kwargs
+        if bad := sorted(set(opts) - {"transfer", "shared", "judgement"}):
+            raise ValueError(f"choice model option(s) {bad} in {str(spec)!r}; expected transfer=, shared=, judgement=")
+        cm = REGISTRY[spec.name]
+        if opts.get("shared"):
+            shared = opts["shared"]
+            cm = cm.with_shared([shared] if isinstance(shared, str) else list(shared))
+        if opts.get("transfer"):
+            cm = cm.with_transfer()
+        judgement = opts.get("judgement", judgement)
     elif isinstance(name, str) and (base := name.split("+", 1)[0]) in REGISTRY:
         cm = REGISTRY[base]
         for mod in re.findall(r"\+(transfer|shared\([^()]*\)|[^+]*)", name[len(base):]):
