@@ -8,8 +8,8 @@ import pytest
 import torch
 from causalplay.models.choice import REGISTRY, LearnerConfig, available_models, build_features, get_model
 
-from causalplay.data import load_nexiom
 from causalplay.core.rules import make_rule
+from causalplay.data import load_nexiom
 
 
 @pytest.fixture(scope="module")
