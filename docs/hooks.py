@@ -12,9 +12,13 @@ import re
 import shutil
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Before mkdocstrings' own on_config: it drops search paths that do not exist yet (a fresh clone has no build/).
+@event_priority(100)
 def on_config(config, **kwargs):
     pkg = ROOT / "build" / "docs-src" / "causalplay"
     shutil.rmtree(pkg, ignore_errors=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +31,8 @@ TUTORIALS = ["01-classic-experiments.ipynb", "03-your-agent.ipynb"]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
+    # build as a fresh clone would: no laid-out package from an earlier build for mkdocstrings to fall back on
+    shutil.rmtree(ROOT / "build" / "docs-src", ignore_errors=True)
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
