@@ -77,43 +77,18 @@ def _by_hand_posterior(space, trials: list, lits: list, count: torch.Tensor, rej
     return w.reshape(lw.shape[0], -1, S).sum(1)
 
 
-def test_belief_features_equal_the_exact_posterior():
-    B, N = 32, 9
-    env = make_batch("causalplay/IVRE-Noisy-v0", B, seed=4, obs_mode="history")
-    panel = make_batch("causalplay/IVRE-Noisy-v0", B, seed=4)
-    obs, pobs = env.reset(), panel.reset()
-    fm = FeatureMap.for_task(env, belief=True)
-    assert fm.size == env.obs_size + N
-    space = task_beliefs(TaskInfo.from_env(panel), 1, dtype=torch.float64).space
-    agent = make_agent("random", seed=0)
-    agent.reset(TaskInfo.from_env(panel), pobs)
-    trials, lits, live = [], [], []
-    count = (pobs[:, N + 1] * N).round().long()
-    for _ in range(env.horizon):
-        active = ~panel.done
-        trials.append(pobs[:, :N] > 0.5)
-        lits.append(pobs[:, N] > 0.5)
-        live.append(active)  # compare the rows still playing: every panel they showed is real
-        f = fm(obs)
-        np.testing.assert_array_equal(f[:, :env.obs_size], obs.numpy())
-        on = torch.stack(live, 1).all(1)
-        marg = _by_hand_posterior(space, trials, lits, count, [[]] * B) @ space.sets
-        np.testing.assert_allclose(f[on.numpy(), -N:], marg[on].numpy(), atol=1e-9)
-        a = agent.act(pobs, active)
-        pobs, *_ = panel.step(a)
-        obs, *_ = env.step(a)
-
-
-def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_excluded():
-    """The tracked features = the exact posterior by hand after excluding every set the env rejected (the episode
-    went on), with its MAP set; random beliefs make guesses."""
+@pytest.mark.parametrize("tracker", [False, True])
+def test_belief_features_equal_the_exact_posterior(tracker):
+    """The features = the exact posterior by hand (uniform over sets of the announced count and over rules; with the
+    tracker also every set the env rejected -- the episode went on -- excluded, and its MAP set); random actions
+    make the trials and the guesses. Compared on the rows still playing (every panel they showed is real)."""
     B, N = 32, 9
     env = make_batch("causalplay/IVRE-Noisy-v0", B, seed=5, obs_mode="history")
     panel = make_batch("causalplay/IVRE-Noisy-v0", B, seed=5)
     obs, pobs = env.reset(), panel.reset()
-    fm = FeatureMap.for_task(env, tracker=True)
+    fm = FeatureMap.for_task(env, belief=True, tracker=tracker)
     fm.reset(B)
-    assert fm.size == env.obs_size + 2 * N
+    assert fm.size == env.obs_size + (2 * N if tracker else N)
     space = task_beliefs(TaskInfo.from_env(panel), 1, dtype=torch.float64).space
     rng = np.random.default_rng(0)
     trials, lits, rejected = [], [], [[] for _ in range(B)]
@@ -123,20 +98,21 @@ def test_belief_tracker_equals_the_exact_learner_with_the_rejected_guesses_exclu
         trials.append(pobs[:, :N] > 0.5)
         lits.append(pobs[:, N] > 0.5)
         probs = _by_hand_posterior(space, trials, lits, count, rejected)
-        f = fm(obs)
-        on = active.numpy()
+        f, on = fm(obs), active.numpy()
+        np.testing.assert_array_equal(f[:, :env.obs_size], obs.numpy())
         np.testing.assert_allclose(f[on, env.obs_size:env.obs_size + N], (probs @ space.sets)[active].numpy(),
                                    atol=1e-9)
-        top2 = probs.topk(2, -1).values
-        clear = (active & (top2[:, 0] - top2[:, 1] > 1e-9)).numpy()  # MAP not a float tie
-        np.testing.assert_array_equal(f[clear, -N:], space.sets[probs.argmax(-1)][torch.from_numpy(clear)])
-        belief = rng.uniform(0.0, 1.0, (B, N))
-        a = np.concatenate([rng.uniform(0.0, 1.0, (B, N)), belief], 1)
+        if tracker:
+            top2 = probs.topk(2, -1).values
+            clear = (active & (top2[:, 0] - top2[:, 1] > 1e-9)).numpy()  # MAP not a float tie
+            np.testing.assert_array_equal(f[clear, -N:], space.sets[probs.argmax(-1)][torch.from_numpy(clear)])
+        a = rng.uniform(0.0, 1.0, (B, 2 * N))
         pobs, *_ = panel.step(a)
         obs, *_ = env.step(a)
-        for b in np.flatnonzero((~panel.done).numpy()):  # the env went on: that guess was wrong
-            rejected[b].append(int(((belief[b] > 0.5) << np.arange(N)).sum()))
-    assert sum(map(len, rejected)) > 100
+        if tracker:
+            for b in np.flatnonzero((~panel.done).numpy()):  # the env went on: that guess was wrong
+                rejected[b].append(int(((a[b, N:] > 0.5) << np.arange(N)).sum()))
+    assert not tracker or sum(map(len, rejected)) > 100
 
 
 def test_belief_tracker_misuse_is_refused():
