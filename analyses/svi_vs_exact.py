@@ -34,14 +34,14 @@ class Config:
     trials: int = 12
     blicket_prior: float = 0.25
     noise: float = 0.05
-    num_steps: int = 800
-    num_particles: int = 64
+    steps: int = 800
+    particles: int = 64
     lr: float = 0.05
     seed: int = 0
     out: str = "runs"
 
 
-SMOKE = Config(name="svi_vs_exact_smoke", sizes=(6,), episodes=2, trials=4, num_steps=20, num_particles=8)
+SMOKE = Config(name="svi_vs_exact_smoke", sizes=(6,), episodes=2, trials=4, steps=20, particles=8)
 
 
 def episodes(n: int, cfg: Config, rng: np.random.Generator) -> list[History]:
@@ -75,14 +75,14 @@ def run(cfg: Config) -> dict:
         exact_r = grid.sum(-1).numpy()
         t_exact = time.perf_counter() - t0
         res = svi_fit(HistoryBatch.from_histories(hs, n, dtype=torch.float32), spec=spec,
-                      options=SVIOptions(num_steps=cfg.num_steps, num_particles=cfg.num_particles, lr=cfg.lr,
+                      options=SVIOptions(steps=cfg.steps, particles=cfg.particles, lr=cfg.lr,
                                          seed=cfg.seed, progress=True))
         eb = np.abs(res.blicket_probs - exact_b)
         er = np.abs(res.rule_probs - exact_r)
         rows.append(dict(n_objects=n, episodes=len(hs), hypotheses=space.n_hypotheses,
                          blicket_mae=float(eb.mean()), blicket_max=float(eb.max()),
                          rule_mae=float(er.mean()), rule_max=float(er.max()),
-                         exact_seconds=t_exact, svi_seconds=res.seconds, svi_steps=cfg.num_steps,
+                         exact_seconds=t_exact, svi_seconds=res.seconds, svi_steps=cfg.steps,
                          # per episode, so the errors above can be checked against an independent posterior
                          exact_blicket_probs=exact_b.tolist(), svi_blicket_probs=res.blicket_probs.tolist()))
         (out / "results.json").write_text(json.dumps(rows, indent=2))

@@ -48,16 +48,16 @@ BAD = [
     (lambda: causalplay.infer(H, 3, max_memory="lots"), ValueError, r"max_memory must be a positive number of bytes"),
     (lambda: causalplay.infer(H, 3, threads=0), ValueError, r"threads must be an integer >= 1, got 0"),
     (lambda: causalplay.infer(H, 3, svi_options=[1]), TypeError, r"svi_options must be a dict"),
-    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(num_steps=0)), ValueError,
-     r"num_steps must be an integer >= 1, got 0"),
-    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(num_particles=0)), ValueError,
-     r"num_particles must be an integer >= 1, got 0"),
+    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(steps=0)), ValueError,
+     r"SVIOptions.steps must be an integer >= 1, got 0"),
+    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(particles=0)), ValueError,
+     r"SVIOptions.particles must be an integer >= 1, got 0"),
     (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(lr=-1.0)), ValueError,
      r"lr must be in \(0, inf\], got -1.0"),
     (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(lr=float("inf"))), ValueError,
      r"lr must be a finite"),
-    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(num_steps=2.0)), TypeError,
-     r"num_steps must be an integer .* got 2.0 \(float\)"),
+    (lambda: causalplay.infer(H, 3, method="svi", svi_options=dict(steps=2.0)), TypeError,
+     r"SVIOptions.steps must be an integer .* got 2.0 \(float\)"),
     (lambda: causalplay.infer(H, 3, method="svi", blicket_prior=0.0), ValueError,
      r"SVI needs an independent blicket prior strictly between 0 and 1, got blicket_prior=0"),
     (lambda: causalplay.infer(H, 3, method="svi", blicket_prior=1.0), ValueError, r"use method='exact' or 'auto'"),
@@ -166,7 +166,7 @@ def test_auto_says_which_method_and_both_follow_the_protocol():
     assert causalplay.choose_method("auto", causalplay.WorldSpec.from_options(30)) == "svi"
     assert causalplay.choose_method("auto", causalplay.WorldSpec.from_options(30, n_blickets=2)) == "exact"
     svi = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
-                           svi_options=dict(num_steps=50, num_particles=8, lr=0.1))
+                           svi_options=dict(steps=50, particles=8, lr=0.1))
     assert svi.method == "svi" and isinstance(svi, BeliefsLike)
     assert "SVIBeliefs" in causalplay.__all__ and causalplay.SVIBeliefs is type(svi)
     # entropy of the guide in closed form: H(rule) + sum_r q(r) sum_i H_b(q_ri); one rule here
@@ -185,7 +185,7 @@ def test_svi_leaves_global_state_alone():
     torch.manual_seed(123)
     random.seed(5)
     before = (torch.get_rng_state().clone(), random.getstate())
-    causalplay.infer(H, 3, rules="disjunctive", method="svi", svi_options=dict(num_steps=5, num_particles=4))
+    causalplay.infer(H, 3, rules="disjunctive", method="svi", svi_options=dict(steps=5, particles=4))
     assert torch.equal(torch.get_rng_state(), before[0]) and random.getstate() == before[1]
     assert list(pyro.get_param_store().keys()) == ["mine"]
     pyro.get_param_store().clear()

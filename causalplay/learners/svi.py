@@ -5,7 +5,7 @@ Guide (per episode): ``q(rule) * prod_i q(blicket_i | rule)`` -- a categorical o
 inside the ELBO, and a Bernoulli per object *for each rule*, so the guide can say "under the conjunctive rule A
 and B are both blickets, under the disjunctive rule only B". Continuous sites get a Normal on their
 unconstrained scale (logit-normal noise, log-normal gain, normal bias). The blicket vector is discrete and
-sampled, so gradients are score-function (Dice) estimates over ``num_particles`` vectorised particles.
+sampled, so gradients are score-function (Dice) estimates over ``particles`` vectorised particles.
 
 A deterministic machine gives log-likelihood ``-inf`` to any sampled set that contradicts the evidence, which no
 gradient estimator survives; SVI therefore treats noiseless rules as having ``noise_floor`` (default 1e-3).
