@@ -41,6 +41,7 @@ demo:
 	$(VENV)/bin/causalplay demo
 
 test: setup layers
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
 lint: setup

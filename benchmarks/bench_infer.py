@@ -48,11 +48,11 @@ from pyro.contrib.oed.eig import nmc_eig
 from pyro.infer import TraceEnum_ELBO
 
 import causalplay
-from causalplay.learners.api import make_spec
 from causalplay.core.eig import eig_bits
 from causalplay.core.exact import log_posterior, observe
 from causalplay.core.history import HistoryBatch, all_trials
 from causalplay.core.spec import HypothesisSpace
+from causalplay.learners.api import make_spec
 
 RULES = ("disjunctive", "conjunctive")
 

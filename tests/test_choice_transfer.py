@@ -169,8 +169,8 @@ def _two_rounds(w: float, P: int = 30, alpha: float = 0.2) -> TrialData:
     """P learners (half conjunctive, half disjunctive machines, 3 objects) simulated by ``eig_softmax+transfer``
     with weight ``w``: a long round 1 (stop_a = -4), then a short round 2 (stop_a = 0) that starts from the
     transferred prior (rule weights ~ Dirichlet(alpha))."""
-    from causalplay.fitting.simulation import simulate
     from causalplay.core.overhypothesis import SequenceBatch, infer_overhypothesis
+    from causalplay.fitting.simulation import simulate
 
     cm = get_model("eig_softmax+transfer")
     worlds = [("conjunctive", (0, 1)) if i % 2 else ("disjunctive", (0,)) for i in range(P)]

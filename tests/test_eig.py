@@ -4,13 +4,12 @@ import brute
 import numpy as np
 import pytest
 import torch
-from causalplay.models.blicket import BlicketWorld
+from causalplay.models.blicket import BlicketWorld, exact_eig
 from pyro.contrib.oed.eig import nmc_eig
 
 import causalplay
-from causalplay.learners.api import make_spec
-from causalplay.models.blicket import exact_eig
 from causalplay.core.history import History, all_trials
+from causalplay.learners.api import make_spec
 
 RULES = ("disjunctive", "conjunctive")
 

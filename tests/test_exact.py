@@ -9,8 +9,8 @@ from causalplay.models.blicket import blicket_model
 from pyro.infer import TraceEnum_ELBO
 
 import causalplay
-from causalplay.learners.api import make_spec
 from causalplay.core.history import History, HistoryBatch
+from causalplay.learners.api import make_spec
 
 RULES = ("disjunctive", "conjunctive")
 

@@ -291,8 +291,8 @@ def _panel_script(messages: list[dict], body: dict) -> str:
 
 # Written by hand from the episode (seed 0, shard 0, 1 episode of IVRE-v0: blickets 1, 2; context panels {8}
 # dark, {2, 6, 8} lit, {4, 6, 9} dark, {2, 4, 8} lit) and the rules: context rounds 0-3 (the paper numbers rounds
-# from 0), trials asked in rounds 3-8, "Your answer is wrong." before every later round, nothing after round 9. (The scripted model: belief =
-# the panel's objects if it lit, else none; trial in round k = object k - 2.)
+# from 0), trials asked in rounds 3-8, "Your answer is wrong." before every later round, nothing after round 9.
+# (The scripted model: belief = the panel's objects if it lit, else none; trial in round k = object k - 2.)
 EXPECTED_TRANSCRIPT = """\
 There are nine objects: 1, 2, 3, 4, 5, 6, 7, 8, 9 that can be put on a machine. Up to four of all the objects have \
 a unique property that can activate the machine. Your goal is to find out all the objects that can activate the \

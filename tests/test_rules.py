@@ -118,8 +118,8 @@ def test_constructors_store_plain_numbers_and_name_their_errors():
                                                            "or 0-d torch number), got 'x' (str)"),
         (lambda: make_rule(3), TypeError, "a rule must be a rule name or a causalplay.core.rules.Rule, got 3"),
         (lambda: make_rules(5), TypeError, "rules must be a rule or an iterable of rules, got 5"),
-        (lambda: make_rules(["disjunctive", 3]), TypeError, "a rule must be a rule name or a causalplay.core.rules.Rule, "
-                                                            "got 3"),
+        (lambda: make_rules(["disjunctive", 3]), TypeError,
+         "a rule must be a rule name or a causalplay.core.rules.Rule, got 3"),
         (lambda: make_rules([]), ValueError, "rules must name at least one rule"),
         (lambda: make_rules(["disjunctive", disjunctive(0.1)]), ValueError, "rules must have distinct names, got "
                                                                             "['disjunctive', 'disjunctive']"),

@@ -58,7 +58,8 @@ def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
                       f"(prior: each object a blicket with p = {kw.get('blicket_prior', 1 / 3):.2f}; {rules})")
         console.print("  P(blicket): " + "  ".join(f"{chr(65 + i)} {p:.3f}" for i, p in enumerate(b.blicket_prob))
                       + "    P(rule): " + ", ".join(f"{k} {v:.2f}" for k, v in b.rule_prob.items()))
-        console.print(f"  most informative next trial: {evidence([(best, True)], 0)[:-4]} ({eig:.3f} bits)" if eig > 1e-9
+        trial = evidence([(best, True)], 0)[:-4]
+        console.print(f"  most informative next trial: {trial} ({eig:.3f} bits)" if eig > 1e-9
                       else "  nothing left to learn: every trial carries 0 bits")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     console.print(f"wrote {out / 'results.json'}")

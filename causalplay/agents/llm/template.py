@@ -141,8 +141,8 @@ class DialogueTemplate:
         """The ``k``-th round (``k`` counts from 1; it is shown as ``k - 1 + first_round``): panel ``objects``
         (1-based numbers) and the belief question."""
         panel = self.panel.format(objects=render_objects(objects)) if len(objects) else self.empty_panel
-        return self.round.format(k=k - 1 + self.first_round, panel=panel, state=self.activated if lit else self.not_activated,
-                                 n=n_objects)
+        state = self.activated if lit else self.not_activated
+        return self.round.format(k=k - 1 + self.first_round, panel=panel, state=state, n=n_objects)
 
     def trial_text(self, n_objects: int) -> str:
         """The trial question."""
