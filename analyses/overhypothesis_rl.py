@@ -9,19 +9,20 @@ agent meets the same machines (:func:`causalplay.bench.sequences.run_sequences`)
 Reported by (condition, agent, machine): mean trials-to-solve (``T + 1`` when unsolved), solve rate, episode R,
 with 95% normal CIs, and the paired difference to ``eig-transfer`` (``fewer_trials`` < 0: the agent needs more).
 
-``python analyses/overhypothesis_rl.py --run ppo-re-belief=runs/oh_rl/ppo-re-belief --run ...`` writes
-``runs/<name>/records.csv`` (appended after every agent), ``summary.csv``, ``summary.md``, ``by_machine.png``.
+``python analyses/overhypothesis_rl.py --runs ppo-re-belief runs/oh_rl/ppo-re-belief ...`` (name, folder pairs;
+``folder:which=last`` for the last checkpoint) writes ``runs/<name>/records.csv`` (appended after every agent),
+``summary.csv``, ``summary.md``, ``by_machine.png``. ``--eig-agents`` with no value scores only the runs;
 ``--smoke`` trains two tiny policies first (seconds) and scores them on a few sequences; ``--merge DIR ...``
-summarises runs scored apart (same seed, so the same sequences) together.
+summarises runs scored apart (same seed, so the same sequences) together. ``--help`` lists every option.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import torch
@@ -38,12 +39,14 @@ class Config:
     runs: dict[str, str] = field(default_factory=dict)
     eig_agents: tuple[str, ...] = ("eig-transfer:transfer=False", "eig-transfer")
     n_sequences: int = 240
-    rule_per: tuple[str, ...] = ("sequence", "episode")
+    rule_per: tuple[Literal["sequence", "episode"], ...] = ("sequence", "episode")
     seed: int = 0
     threads: int = 1
     out: str = "runs"
     #: smoke only: train tiny policies into runs/<name>/train first
     train_tiny: bool = False
+    #: instead of scoring: summarise the records.csv of these run folders together into runs/<name>/
+    merge: tuple[str, ...] = ()
 
 
 SMOKE = Config(name="overhypothesis_rl_smoke", n_sequences=4, eig_agents=("eig-transfer",), train_tiny=True)
@@ -149,34 +152,12 @@ def merge(dirs: list[str], out: Path) -> pd.DataFrame:
     return write_summary(records, out)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--run", action="append", default=[], metavar="NAME=DIR[:which=last]",
-                    help="a causalplay train folder (its best checkpoint, or the last with :which=last)")
-    ap.add_argument("--name")
-    ap.add_argument("--n-sequences", type=int)
-    ap.add_argument("--rule-per", choices=("sequence", "episode"), action="append")
-    ap.add_argument("--no-eig", action="store_true", help="score only the RL runs")
-    ap.add_argument("--merge", nargs="+", metavar="RUN_DIR", help="summarise the records.csv of these run folders "
-                    "together into runs/<name>/")
-    a = ap.parse_args()
-    if a.merge:
-        print(merge(a.merge, Path(Config.out) / (a.name or Config.name)).round(3).to_string(index=False))
-        return
-    cfg = SMOKE if a.smoke else Config()
-    runs = {}
-    for r in a.run:
-        if "=" not in r:
-            ap.error(f"--run expects NAME=DIR, got {r!r}")
-        n, d = r.split("=", 1)
-        runs[n] = d
-    cfg = dataclasses.replace(cfg, runs=runs)
-    for key, val in (("name", a.name), ("n_sequences", a.n_sequences),
-                     ("rule_per", tuple(a.rule_per) if a.rule_per else None), ("eig_agents", () if a.no_eig else None)):
-        if val is not None:
-            cfg = dataclasses.replace(cfg, **{key: val})
-    print(run(cfg).round(3).to_string(index=False))
+def main(argv: list[str] | None = None) -> None:
+    from causalplay.cli.config import parse_config
+
+    cfg = parse_config(Config, argv, smoke=SMOKE, description=__doc__.split("\n")[0])
+    summary = merge(list(cfg.merge), Path(cfg.out) / cfg.name) if cfg.merge else run(cfg)
+    print(summary.round(3).to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -22,11 +22,10 @@ each -- and writes under ``runs/<name>/``:
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,9 +65,11 @@ class Config:
     #: episodes of the belief-input rows' trials-vs-belief diagnosis (:func:`belief_diagnosis`)
     diagnosis_episodes: int = 2000
     #: smoke setting: tiny runs trained here (agent, --recurrent, steps) on tiny networks
-    smoke_runs: tuple = (("ppo", False, 128), ("td3", True, 128))
+    smoke_runs: tuple[tuple[str, bool, int], ...] = (("ppo", False, 128), ("td3", True, 128))
     out_root: str = "runs"
-    extra: dict = field(default_factory=dict)
+
+
+SMOKE = Config(name="rl_table_smoke", episodes=100, eval_seeds=2, diagnosis_episodes=40, smoke=True)
 
 
 def row_of(folder: str) -> str:
@@ -275,8 +276,8 @@ def main(cfg: Config) -> pd.DataFrame:
     best = (pure if len(pure) else tab).sort_values("episode_reward").iloc[-1].row
     cross_runs = {n: d for n, d in runs.items() if row_of(n) == best}
     cdf = score(cfg, cross_runs, cfg.cross_env, out / "bench_cross")
-    ctab = summarise(Config(**{**cfg.__dict__, "env": cfg.cross_env}), cross_runs, cdf)
-    cross = markdown(ctab, Config(**{**cfg.__dict__, "env": cfg.cross_env}))
+    ctab = summarise(replace(cfg, env=cfg.cross_env), cross_runs, cdf)
+    cross = markdown(ctab, replace(cfg, env=cfg.cross_env))
     (out / "cross_template.md").write_text(f"Trained on {cfg.env}, scored on {cfg.cross_env}:\n\n{cross}")
     # belief-input rows: trials or belief readout? (each training seed on the same held-out episodes)
     diag = []
@@ -298,23 +299,11 @@ def main(cfg: Config) -> pd.DataFrame:
     return tab
 
 
-def parse(argv=None) -> Config:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    c = Config()
-    p.add_argument("--runs", default=c.runs)
-    p.add_argument("--env", default=c.env)
-    p.add_argument("--cross-env", default=c.cross_env)
-    p.add_argument("--episodes", type=int, default=c.episodes)
-    p.add_argument("--eval-seeds", type=int, default=c.eval_seeds)
-    p.add_argument("--workers", type=int, default=c.workers)
-    p.add_argument("--name", default=c.name)
-    p.add_argument("--smoke", action="store_true")
-    a = p.parse_args(argv)
-    cfg = Config(name=a.name, runs=a.runs, env=a.env, cross_env=a.cross_env, episodes=a.episodes,
-                 eval_seeds=a.eval_seeds, workers=a.workers, smoke=a.smoke)
-    if cfg.smoke:
-        cfg.episodes, cfg.eval_seeds, cfg.name, cfg.diagnosis_episodes = 100, 2, f"{cfg.name}_smoke", 40
-    return cfg
+def parse(argv: list[str] | None = None) -> Config:
+    """The config from the command line (every field an option; ``--smoke`` starts from :data:`SMOKE`)."""
+    from causalplay.cli.config import parse_config
+
+    return parse_config(Config, argv, smoke=SMOKE, description=__doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

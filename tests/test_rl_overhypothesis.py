@@ -155,3 +155,16 @@ def test_overhypothesis_rl_analysis_smoke(tmp_path):
     assert (out / "by_machine.png").is_file()
     with pytest.raises(FileNotFoundError, match="not a `causalplay train` output folder"):
         mod.run(mod.Config(out=str(tmp_path), runs={"x": str(tmp_path)}, eig_agents=()))
+
+
+def test_overhypothesis_rl_command_line_is_its_config():
+    """The documented commands (docs/overhypotheses.md) parse to the config they mean."""
+    from causalplay.cli.config import parse_config
+
+    mod = load_analysis("overhypothesis_rl")
+    cfg = parse_config(mod.Config, ["--eig-agents", "--runs", "ppo-ff-belief", "runs/oh_rl/ppo-ff-belief",
+                                    "--name", "oh_rl_ppo"])
+    assert cfg.runs == {"ppo-ff-belief": "runs/oh_rl/ppo-ff-belief"} and cfg.eig_agents == ()
+    assert cfg.name == "oh_rl_ppo" and cfg.rule_per == ("sequence", "episode") and cfg.merge == ()
+    assert parse_config(mod.Config, ["--merge", "runs/a", "runs/b"]).merge == ("runs/a", "runs/b")
+    assert parse_config(mod.Config, ["--smoke"], smoke=mod.SMOKE).train_tiny
