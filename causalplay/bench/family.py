@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from causalplay.agents import agent_label, make_agent
+from causalplay.agents import make_agent
 from causalplay.core.metrics import mean_ci
-from causalplay.core.specs import parse_spec
 
 __all__ = ["Family", "Variant", "build_agent", "ci_columns"]
 
@@ -72,11 +71,6 @@ class Family:
 
     def check_env(self, env_id: str, env_kwargs: dict | None = None) -> None:
         """``ValueError`` naming the id if the family cannot benchmark it."""
-
-    def check_agent(self, spec: str) -> str:
-        """Parse ``spec`` against the family's registry (``ValueError`` naming it) and return its table label."""
-        parse_spec(spec, None)  # the grammar first, then the registry (inside agent_label)
-        return agent_label(spec, self.name)
 
     def episodes(self, env_id: str, agent: str, n: int, seed: int, shard: int = 0, start: int = 0,
                  env_kwargs: dict | None = None, agent_kwargs: dict | None = None) -> pd.DataFrame:

@@ -186,9 +186,6 @@ class BatchBeliefs:
         """``[B]`` posterior entropy over hypotheses, bits."""
         return _to_numpy(entropy_bits(self.log_w))
 
-    def map_indices(self) -> torch.Tensor:
-        return self.log_w.argmax(-1)
-
     # -- predictions and EIG ---------------------------------------------------------------------------
     def _candidates(self, trials) -> torch.Tensor:
         if trials is None:

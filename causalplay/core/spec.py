@@ -379,12 +379,6 @@ class HypothesisSpace:
         return P
 
 
-def estimate_space_bytes(spec: WorldSpec, itemsize: int = 8) -> int:
-    """Rough bytes :meth:`HypothesisSpace.build` needs for ``spec`` (sets, priors, one ``[H]`` vector)."""
-    S = spec.n_sets()
-    return S * (spec.n_objects * itemsize + 16) + 2 * spec.n_hypotheses() * itemsize
-
-
 @lru_cache(maxsize=64)
 def _build_space(spec: WorldSpec, device: str, dtype: torch.dtype) -> HypothesisSpace:
     H = spec.n_hypotheses()
