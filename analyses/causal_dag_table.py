@@ -81,10 +81,11 @@ def run(cfg: Config) -> list[dict]:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    """Per agent and world: reward % of optimal and % matching the optimal action, mean ± 95% CI half-width."""
+    """Per agent and world and split: reward % of optimal (min-max), the paper's plain ratio of mean reward to mean
+    optimal reward, and % matching the optimal action; mean ± 95% CI half-width."""
     df = pd.DataFrame(rows)
-    lines = ["| agent | world | episodes | train: reward % of optimal | train: match % | test: reward % of optimal "
-             "| test: match % |", "|---|---|---|---|---|---|---|"]
+    head = [f"{split}: {what}" for split in ("train", "test") for what in ("reward % of optimal", "ratio %", "match %")]
+    lines = ["| agent | world | episodes | " + " | ".join(head) + " |", "|---|---|---|" + "---|" * len(head)]
     for (agent, lin), g in df.groupby(["agent", "linear"], sort=False):
         cells = []
         eps = []
@@ -93,10 +94,10 @@ def markdown_table(rows: list[dict]) -> str:
             if len(r):
                 r = r.iloc[0]
                 eps.append(str(r["episodes"]))
-                cells += [f"{100 * r['reward_pct_optimal']:.1f} ± {100 * r['reward_pct_optimal_ci']:.1f}",
-                          f"{100 * r['match_optimal']:.1f} ± {100 * r['match_optimal_ci']:.1f}"]
+                cells += [f"{100 * r[m]:.1f} ± {100 * r[m + '_ci']:.1f}"
+                          for m in ("reward_pct_optimal", "reward_ratio_optimal", "match_optimal")]
             else:
-                cells += ["", ""]
+                cells += ["", "", ""]
         lines.append(f"| {agent} | {'linear' if lin else 'nonlinear'} | {'/'.join(eps)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

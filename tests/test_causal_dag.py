@@ -553,8 +553,20 @@ def test_analysis_smoke(tmp_path):
     rows = json.loads((out / "results.json").read_text())
     assert {r["agent"] for r in rows} >= {"expert", "bayes", "bc"} and len(rows) == 8 * 4
     assert all(0 <= r["reward_pct_optimal"] <= 1 for r in rows)
-    assert all(r["reward_pct_optimal"] == 1 for r in rows if r["agent"] == "expert")
+    assert all(r["reward_pct_optimal"] == 1 == r["reward_ratio_optimal"] for r in rows if r["agent"] == "expert")
+    assert "train: ratio %" in (out / "table.md").read_text()
     assert (out / "config.json").exists() and (out / "table.md").exists() and (out / "reward_pct_optimal.png").exists()
+
+
+def test_ratio_ci_is_the_delta_method_by_hand():
+    """mean(x) / mean(y) with x = (1, 2, 3), y = (2, 2, 2): ratio 1; var = (s_x^2 - 2 r s_xy + r^2 s_y^2) / (n ybar^2)
+    = (1 - 0 + 0) / (3 * 4) = 1/12, so the 95% half-width is 1.959964 * sqrt(1/12) = 0.565792."""
+    from causalplay.bench.dag import ratio_ci
+
+    r, h = ratio_ci(np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 2.0]))
+    assert r == 1.0 and h == pytest.approx(1.959964 * (1 / 12) ** 0.5, abs=1e-6)
+    # paired: y moving with x shrinks the interval (x = 2y exactly: no uncertainty in the ratio)
+    assert ratio_ci(np.array([2.0, 4.0, 6.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx((2.0, 0.0), abs=1e-12)
 
 
 def test_bench_cli_runs_the_dag_loop(tmp_path):
