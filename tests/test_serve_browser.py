@@ -51,6 +51,11 @@ def rows(db: str, sql: str) -> list:
         con.close()
 
 
+def htmx_idle(page):
+    """Wait until htmx has no request in flight and has finished swapping and settling."""
+    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+
+
 def play(page, url, pid, tests, n_blickets, answer, rule):
     """One participant with the keyboard only (focus + Space/Enter/Tab/typing); returns the results announced."""
     from playwright.sync_api import expect
@@ -76,6 +81,7 @@ def play(page, url, pid, tests, n_blickets, answer, rule):
     for key in ("Tab", "Space", "Tab", "Tab", "Enter"):
         page.keyboard.press(key)
     page.locator("#last-result").get_by_text("Test 1:").wait_for()
+    htmx_idle(page)  # the text shows mid-swap; a key pressed before htmx settles can land on a replaced button
     page.get_by_role("button", name="Start the study").focus()
     page.keyboard.press("Enter")
     page.wait_for_url("**/task")
@@ -94,6 +100,7 @@ def play(page, url, pid, tests, n_blickets, answer, rule):
         status.get_by_text(f"Test {k}:").wait_for()
         expect(page.locator("#obj-0")).to_be_focused()
         seen.append("lit up" in status.inner_text() and "did not" not in status.inner_text())
+    htmx_idle(page)
     page.get_by_role("link", name="I am ready to answer").focus()
     page.keyboard.press("Enter")
     page.wait_for_url("**/judge")
