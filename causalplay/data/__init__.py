@@ -1,8 +1,8 @@
 """Human Blicket-detector trial data: a long-format schema, a validating loader, a checker and shipped data.
 
-* :func:`load_trials` reads a folder (``participants.csv`` + ``tests.csv``; the schema is in
-  :mod:`causalplay.data.loader` and ``docs/data-schema.md``) into :class:`TrialData`, or raises a
-  :class:`DataValidationError` naming every bad cell by file, row, column and value.
+* :func:`load_trials` reads a folder (``participants.csv`` + ``tests.csv``; the schema is ``docs/data-schema.md``)
+  into :class:`TrialData`, or raises a :class:`DataValidationError` naming every bad cell by file, row, column
+  and value.
 * :func:`check_data` validates a folder and returns a printable :class:`DataSummary` instead of raising.
 * :func:`load_nexiom` -- the shipped Nexiom adults; :func:`example_folder` -- a small example folder to copy.
 """

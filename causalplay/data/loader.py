@@ -1,52 +1,15 @@
-"""Read and validate a folder of human Blicket-detector trial data (the schema: ``docs/data-schema.md``).
+"""Read and validate a folder of human Blicket-detector trial data.
 
-Schema (one folder, two CSV files, UTF-8, comma-separated, header on line 1)
------------------------------------------------------------------------------
-Objects are numbered **from 0**: in a study with ``n_objects=4`` the indices are ``0 1 2 3``.
-
-``participants.csv`` -- one row per participant
-
-=================  ========  =================================================================
-column             required  meaning
-=================  ========  =================================================================
-participant        yes       unique non-empty code
-rule               yes       true rule: ``disjunctive``, ``conjunctive`` or ``threshold<m>``
-true_blickets      yes       space-separated 0-based object indices of the true blickets
-judged_blickets    yes       indices the participant judged to be blickets (may be empty)
-rule_choice        yes       the participant's choice of rule (a rule name; empty = not asked)
-n_tests            yes       number of rows in ``tests.csv`` for the participant, demonstrations included
-n_objects          no*       number of objects (the same on every row); *required unless passed as
-                             ``load_trials(..., n_objects=N)``
-n_blickets         no        the number of blickets the participant was told (empty = not told); must
-                             equal the number of ``true_blickets``
-blickets_correct   no        ``true``/``false``/empty; checked against the two blicket columns
-rule_correct       no        ``true``/``false``/empty; checked against ``rule``/``rule_choice``
-prior_experience   no        ``true``/``false``/empty
-round_seconds      no        number >= 0 (empty allowed)
-learner            no        the person who played this round (needed with ``round``)
-round              no        1-based order of this round among the ``learner``'s rounds
-rule_text, ...     no        any further column is kept as text (quote a value holding a comma)
-=================  ========  =================================================================
+The schema is ``docs/data-schema.md``: one folder, two CSV files (UTF-8, comma-separated, header on line 1),
+``participants.csv`` with one row per participant and the columns :data:`PARTICIPANT_COLUMNS` at least, and
+``tests.csv`` with one row per test, in order, and the columns :data:`TEST_COLUMNS` at least; the optional columns
+the loader checks are listed there, and any further column is kept as text. Objects are numbered **from 0**: in a
+study with ``n_objects=4`` the indices are ``0 1 2 3``.
 
 **Multi-round data** (several machines per person): one ``participants.csv`` row per round, the
 ``participant`` code unique per round (e.g. ``p07-r2``), ``learner`` naming the person and ``round`` numbering
 that person's rounds ``1, 2, ...`` (each number once, no gaps). :meth:`TrialData.sequences` returns each
 learner's rounds in order, the input of :func:`causalplay.infer_overhypothesis`.
-
-``tests.csv`` -- one row per test, in order
-
-======================  ========  =============================================================
-column                  required  meaning
-======================  ========  =============================================================
-participant             yes       a code from ``participants.csv``
-test                    yes       1-based index of the row within the participant's round
-objects_on              yes       space-separated 0-based object indices on the machine (empty = none)
-lit                     yes       ``true``/``false`` (also ``1``/``0``)
-source                  no        ``choice`` (the participant's own test) or ``demonstration`` (shown to
-                                  them); empty = ``choice``. ``participant``/``context`` (what
-                                  ``causalplay export`` writes) mean the same two.
-seconds_since_previous  no        number >= 0 (empty allowed)
-======================  ========  =============================================================
 
 Validation reports every bad cell as ``file, row (line number in the file, header = line 1), column, value:
 problem`` and raises :class:`DataValidationError` listing all of them; so are file-level problems (not UTF-8,
@@ -133,11 +96,8 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
             issues.append(RowIssue(name, line, col, val, why))
     except csv.Error as e:  # e.g. a field over csv's size limit: a quote left open in a large file
         issues.append(RowIssue(name, reader.line_num, "", "", f"unreadable CSV: {e}; is a quote left open?"))
-    seen: set[str] = set()
-    for c in header:
-        if c in seen:
-            issues.append(RowIssue(name, 1, c, c, "the column appears twice in the header"))
-        seen.add(c)
+    issues += [RowIssue(name, 1, c, c, "the column appears twice in the header") for k, c in enumerate(header)
+               if c in header[:k]]
     hint = " (the file is empty)" if not header else \
         " (the header looks ';'-separated; expected commas)" if ";" in "".join(header) else ""
     issues += [RowIssue(name, 1, c, "", "required column is missing" + hint) for c in required if c not in header]
@@ -275,8 +235,7 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
             bad(f, i, "participant", r["participant"], "empty participant code")
         elif pid in prow:
             bad(f, i, "participant", pid, f"duplicate participant code (first at row {prow[pid]['_row']})")
-        out["participant"] = pid
-        out["_row"] = int(i)
+        out.update(participant=pid, _row=int(i))
         try:
             rule = make_rule(r["rule"].strip())
             out["rule"] = rule.name
@@ -413,8 +372,7 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
         raise DataValidationError(issues)
 
     part = pd.DataFrame(parsed_p).drop(columns=["_row", "_rule"])
-    tests = pd.DataFrame(parsed_t, columns=list(T.columns) + ["possible"]) if parsed_t else \
-        pd.DataFrame(columns=list(T.columns) + ["possible"])
+    tests = pd.DataFrame(parsed_t, columns=list(T.columns) + ["possible"])
     order = {pid: k for k, pid in enumerate(part["participant"])}
     tests = tests.sort_values(["participant", "test"], key=lambda s: s.map(order) if s.name == "participant" else s)
     return TrialData(part, tests.reset_index(drop=True), n_objects, flags, str(folder))

@@ -88,8 +88,7 @@ class TrialData:
         if "source" not in self.tests.columns:
             return np.ones(len(self.tests), dtype=bool)
         vals = [str(v).strip().lower() for v in self.tests["source"]]
-        bad = [v for v in vals if v not in SOURCES]
-        if bad:
+        if bad := [v for v in vals if v not in SOURCES]:
             raise ValueError(f"tests['source'] value {bad[0]!r} is neither {sorted(SOURCES)}")
         return np.array([SOURCES[v] for v in vals], dtype=bool)
 
@@ -112,14 +111,9 @@ class TrialData:
     def histories(self) -> dict[str, History]:
         """``participant -> History`` of everything the participant saw, in order: their tests and any
         demonstrations (:meth:`choice_indices` says which positions they chose)."""
-        out = {}
-        groups = dict(iter(self.tests.groupby("participant", sort=False)))
-        for pid in self.ids:
-            g = groups.get(pid)
-            pairs = [] if g is None else list(zip(g["objects_on"], g["lit"], strict=True))
-            out[pid] = History.from_pairs(pairs, self.n_objects) if pairs else History(
-                np.zeros((0, self.n_objects), dtype=bool), np.zeros(0, dtype=bool))
-        return out
+        pairs = {pid: list(zip(g["objects_on"], g["lit"], strict=True))
+                 for pid, g in self.tests.groupby("participant", sort=False)}
+        return {pid: History.from_pairs(pairs.get(pid, ()), self.n_objects) for pid in self.ids}
 
     def sequences(self) -> dict[str, list[History]]:
         """``learner -> [History of round 1, round 2, ...]`` for multi-round data (``learner`` and ``round``
@@ -135,9 +129,8 @@ class TrialData:
 
     def subset(self, ids) -> TrialData:
         """The data of the participants in ``ids`` (in that order)."""
-        ids = list(ids)
-        unknown = [i for i in ids if i not in set(self.ids)]
-        if unknown:
+        ids, known = list(ids), set(self.ids)
+        if unknown := [i for i in ids if i not in known]:
             raise ValueError(f"unknown participant(s) {unknown[:5]}")
         p = self.participants.set_index("participant").loc[ids].reset_index()
         t = self.tests[self.tests["participant"].isin(ids)].copy()
@@ -157,9 +150,8 @@ class TrialData:
             ids = g["participant"].to_numpy()
             k = int(round(test_fraction * len(ids)))
             held.extend(rng.choice(ids, size=k, replace=False).tolist())
-        held_set = set(held)
-        fit_ids = [i for i in self.ids if i not in held_set]
-        return self.subset(fit_ids), self.subset([i for i in self.ids if i in held_set])
+        held = set(held)
+        return self.subset([i for i in self.ids if i not in held]), self.subset([i for i in self.ids if i in held])
 
     def folds(self, k: int = 4, seed: int = 0) -> list[tuple[TrialData, TrialData]]:
         """``k`` (fit, held-out) pairs in which every participant is held out exactly once (participant-level
@@ -176,10 +168,7 @@ class TrialData:
             for pid in rng.permutation(g["participant"].to_numpy()).tolist():
                 fold_of[pid] = nxt
                 nxt = (nxt + 1) % k
-        out = []
-        for f in range(k):
-            held = [i for i in self.ids if fold_of[i] == f]
-            out.append((self.subset([i for i in self.ids if fold_of[i] != f]), self.subset(held)))
-        return out
+        return [(self.subset([i for i in self.ids if fold_of[i] != f]),
+                 self.subset([i for i in self.ids if fold_of[i] == f])) for f in range(k)]
 
 
