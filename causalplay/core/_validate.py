@@ -21,18 +21,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = [
-    "real",
-    "probability",
-    "integer",
-    "choice",
-    "set_to_code",
-    "code_to_set",
-    "codes_to_vectors",
-    "vectors_to_codes",
-    "describe",
-    "single_thread",
-]
+__all__ = ["real", "probability", "integer", "choice", "set_to_code", "code_to_set", "codes_to_vectors",
+           "vectors_to_codes", "popcount", "describe", "single_thread"]
 
 
 def describe(value) -> str:
@@ -49,16 +39,10 @@ def _scalar(value):
     if type(value) in (float, int):
         return value
     if isinstance(value, torch.Tensor):
-        if value.ndim == 0 and value.dtype != torch.bool and not value.is_complex():
-            return value.item()
-        return value
-    if isinstance(value, np.ndarray):
-        if value.ndim == 0 and value.dtype.kind in "iuf":
-            return value.item()
-        return value
-    if isinstance(value, np.generic) and np.dtype(type(value)).kind in "iuf":
-        return value.item()
-    return value
+        number = value.ndim == 0 and value.dtype != torch.bool and not value.is_complex()
+    else:
+        number = isinstance(value, (np.ndarray, np.generic)) and value.ndim == 0 and value.dtype.kind in "iuf"
+    return value.item() if number else value
 
 
 def real(value, name: str, *, low: float | None = None, high: float | None = None,
@@ -149,6 +133,14 @@ def vectors_to_codes(x: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     if isinstance(x, np.ndarray):
         return (x.astype(np.int64) << np.arange(n, dtype=np.int64)).sum(-1)
     return (x.to(torch.int64) << torch.arange(n, device=x.device)).sum(-1)
+
+
+def popcount(codes: np.ndarray) -> np.ndarray:
+    """Number of objects in each blicket set of int64 ``codes`` (the number of set bits)."""
+    out = np.zeros_like(codes)
+    for i in range(int(codes.max(initial=0)).bit_length()):
+        out += (codes >> i) & 1
+    return out
 
 
 def codes_to_vectors(codes: torch.Tensor | np.ndarray, n_objects: int) -> torch.Tensor | np.ndarray:

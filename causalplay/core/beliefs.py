@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import integer, single_thread
+from ._validate import codes_to_vectors, integer, popcount, single_thread
 from .eig import check_target, eig_bits, eig_one_joint
 from .exact import entropy_bits, observe
 from .history import History, parse_trial, parse_trials
@@ -56,10 +56,7 @@ class BeliefsLike(Protocol):
 @lru_cache(maxsize=8)
 def _trial_sizes(n_objects: int) -> np.ndarray:
     """Number of objects of every non-empty trial, in integer-code order (read-only)."""
-    codes = np.arange(1, 2**n_objects, dtype=np.int64)
-    out = np.zeros_like(codes)
-    for i in range(n_objects):
-        out += (codes >> i) & 1
+    out = popcount(np.arange(1, 2**n_objects, dtype=np.int64))
     out.flags.writeable = False
     return out
 
@@ -152,7 +149,7 @@ class BatchBeliefs:
 
     def code_to_set(self, codes: torch.Tensor) -> torch.Tensor:
         """``[B, N]`` bool: the objects of the sets with integer codes ``codes [B]``."""
-        return (codes[:, None] & (2 ** torch.arange(self.space.n_objects))) > 0
+        return codes_to_vectors(codes, self.space.n_objects)
 
     # -- marginals -------------------------------------------------------------------------------------
     def _rows(self) -> Iterable[slice]:

@@ -35,6 +35,11 @@ def _plogp(x: torch.Tensor) -> torch.Tensor:
     return x * torch.log(x.clamp_min(torch.finfo(x.dtype).tiny))
 
 
+def _cond_entropy_bits(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``sum_g P(g) H_b(P(Y=1 | g))`` in bits from ``q = P(Y=1, g)`` and ``p = P(g)``, with ``g`` on axis 1."""
+    return -(_plogp(q) + _plogp((p - q).clamp_min(0.0)) - _plogp(p)).sum(1) / _LOG2
+
+
 def binary_entropy_bits(p: torch.Tensor) -> torch.Tensor:
     """``H_b(p)`` in bits, elementwise; 0 at p in {0, 1}; inputs clamped to [0, 1] against rounding.
 
@@ -59,14 +64,13 @@ def _const_entropy(space: HypothesisSpace) -> torch.Tensor | None:
     without noise), else None. Then ``w @ H_b(P) = (rule mass) @ this`` -- no matmul needed."""
     from .rules import Threshold
 
-    if "const_entropy" in space._cache:
-        return space._cache["const_entropy"]
-    out = None
-    if all(isinstance(r, Threshold) for r in space.rules):
+    def build():
+        if not all(isinstance(r, Threshold) for r in space.rules):
+            return None
         noise = torch.tensor([r.noise for r in space.rules], dtype=torch.float64)
-        out = binary_entropy_bits(noise).to(space.dtype).to(space.device)
-    space._cache["const_entropy"] = out
-    return out
+        return binary_entropy_bits(noise).to(space.dtype).to(space.device)
+
+    return space.cached("const_entropy", build)
 
 
 def _candidate_chunk(space: HypothesisSpace, n_episodes: int, budget: int) -> int:
@@ -187,13 +191,6 @@ _TINY64 = float(np.finfo(np.float64).tiny)
 _TINY32 = float(np.finfo(np.float32).tiny)
 
 
-def _all_deterministic(space: HypothesisSpace) -> bool:
-    hit = space._cache.get("all_deterministic")
-    if hit is None:
-        hit = space._cache["all_deterministic"] = all(r.deterministic for r in space.rules)
-    return hit
-
-
 def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target: str,
                 max_elements: int) -> torch.Tensor:
     """EIG from the predictive table ``P [H, D]`` and probabilities ``w [B, H]``."""
@@ -201,7 +198,7 @@ def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target
     h_y = binary_entropy_bits(p_on)
     R, S, D = space.n_rules, space.n_sets, P.shape[1]
     if target == "joint" or (target == "blickets" and R == 1):
-        if _all_deterministic(space):
+        if space.cached("all_deterministic", lambda: all(r.deterministic for r in space.rules)):
             return h_y
         const = _const_entropy(space)
         if const is not None:  # noisy thresholds: H_b(P) is H_b(noise_r) everywhere
@@ -214,8 +211,7 @@ def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target
         wr = w.reshape(-1, R, S)
         q = torch.einsum("brs,rsd->brd", wr, P.reshape(R, S, D))  # P(Y=1, rule r)
         pr = wr.sum(-1, keepdim=True)  # [B, R, 1]
-        cond = -(_plogp(q) + _plogp((pr - q).clamp_min(0.0)) - _plogp(pr)).sum(1) / _LOG2
-        return (h_y - cond).clamp_min(0.0)
+        return (h_y - _cond_entropy_bits(q, pr)).clamp_min(0.0)
     # blickets: P(Y=1, set s) = sum_r w[r, s] P[r, s, d] needs a [B, S, D] temporary.
     wr = w.reshape(-1, R, S)
     Pr = P.reshape(R, S, D)
@@ -225,8 +221,7 @@ def _eig_matmul(space: HypothesisSpace, w: torch.Tensor, P: torch.Tensor, target
     for start in range(0, w.shape[0], step):
         sl = slice(start, start + step)
         q = torch.einsum("brs,rsd->bsd", wr[sl], Pr)
-        psl = ps[sl, :, None]
-        cond[sl] = -(_plogp(q) + _plogp((psl - q).clamp_min(0.0)) - _plogp(psl)).sum(1) / _LOG2
+        cond[sl] = _cond_entropy_bits(q, ps[sl, :, None])
     return (h_y - cond).clamp_min(0.0)
 
 
@@ -257,10 +252,8 @@ def _threshold_layers(space: HypothesisSpace) -> list[int] | None:
     """``m`` of every rule (capped at ``C + 1``) when all rules are thresholds, else None."""
     from .rules import Threshold
 
-    if "threshold_layers" not in space._cache:
-        space._cache["threshold_layers"] = (None if not all(isinstance(r, Threshold) for r in space.rules)
-                                            else [min(r.m, space.max_count + 1) for r in space.rules])
-    return space._cache["threshold_layers"]
+    return space.cached("threshold_layers", lambda: None if not all(isinstance(r, Threshold) for r in space.rules)
+                        else [min(r.m, space.max_count + 1) for r in space.rules])
 
 
 def _eig_transform(space: HypothesisSpace, log_w: torch.Tensor, target: str, budget: int) -> torch.Tensor:
@@ -296,8 +289,7 @@ def _eig_transform(space: HypothesisSpace, log_w: torch.Tensor, target: str, bud
             if R == 1:
                 out[start: start + step] = 0.0
                 continue
-            pr = W[:, :, None]
-            cond = -(_plogp(q) + _plogp((pr - q).clamp_min(0.0)) - _plogp(pr)).sum(1) / _LOG2
+            cond = _cond_entropy_bits(q, W[:, :, None])
         else:
             cond = cond_joint
         out[start: start + step] = (h_y - cond).clamp_min(0.0)

@@ -33,13 +33,6 @@ class InconsistentEvidenceError(ValueError):
     ``noise=0``)."""
 
 
-def _outcome_tables(space: HypothesisSpace) -> torch.Tensor:
-    """``[R, 3 (N + 1)]``: log P(unlit | k), log P(lit | k), then zeros for padding, so one gather per rule
-    turns (outcome code, k) into a log-likelihood term."""
-    t = space.log_lit_table  # [R, 2, N + 1], exact for tiny noise (no 1 - noise is formed)
-    return torch.cat([t[:, 0], t[:, 1], torch.zeros_like(t[:, 0])], dim=-1)
-
-
 #: Largest ``2**N * H`` for which the per-trial table of :func:`_trial_rows` is built (N = 9: 2**19; N = 10: 2**21).
 TRIAL_TABLE_LIMIT = 2**21
 
@@ -54,12 +47,10 @@ def _trial_rows(space: HypothesisSpace) -> torch.Tensor | None:
     n = space.n_objects
     if 2**n * space.n_hypotheses > TRIAL_TABLE_LIMIT:
         return None
-    tables = _outcome_tables(space)  # [R, 3 (N + 1)]
     k = (all_subsets(n, space.dtype, space.device) @ space.sets.T).round().long()  # [2^N, S]
-    n1 = n + 1
-    dark = torch.cat([tables[r][k] for r in range(space.n_rules)], dim=-1)  # [2^N, H], rule-major columns
-    lit = torch.cat([tables[r][k + n1] for r in range(space.n_rules)], dim=-1)
-    return torch.cat([dark, lit, torch.zeros_like(dark[:1])])
+    # log_lit_table [R, 2, N + 1] is exact for tiny noise; [R, 2, 2^N, S] -> [2 * 2^N, H], rule-major columns
+    rows = space.log_lit_table[:, :, k].permute(1, 2, 0, 3).reshape(2 * 2**n, space.n_hypotheses)
+    return torch.cat([rows, rows.new_zeros(1, space.n_hypotheses)])
 
 
 def log_likelihood(space: HypothesisSpace, trials: torch.Tensor, lit: torch.Tensor,
@@ -183,9 +174,7 @@ def history_log_posterior(space: HypothesisSpace, trials, lit) -> torch.Tensor |
     n = space.n_objects
     idx = np.asarray(trials, dtype=np.int64) @ (1 << np.arange(n)) + np.asarray(lit, dtype=np.int64) * 2**n
     if space.device.type == "cpu":  # on numpy: a small array operation costs a fraction of a torch dispatch
-        tables = space._cache.get("trial_rows_np")
-        if tables is None:
-            tables = space._cache["trial_rows_np"] = (rows.numpy(), space.log_prior.numpy())
+        tables = space.cached("trial_rows_np", lambda: (rows.numpy(), space.log_prior.numpy()))
         lw_np = tables[0][idx].sum(0)
         lw_np += tables[1]
         m = lw_np.max()

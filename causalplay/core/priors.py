@@ -25,16 +25,14 @@ import pyro.distributions as pdist
 import torch
 from torch.distributions import constraints
 
-from ._validate import codes_to_vectors, probability, vectors_to_codes
+from ._validate import codes_to_vectors, popcount, probability, vectors_to_codes
 
 __all__ = ["BlicketSetPrior", "SigmoidPrior", "all_subsets", "subset_codes"]
 
 
 @lru_cache(maxsize=32)
 def _all_subsets_cpu(n_objects: int) -> torch.Tensor:
-    codes = torch.arange(2**n_objects, dtype=torch.int64)
-    bits = torch.arange(n_objects, dtype=torch.int64)
-    return ((codes[:, None] >> bits) & 1).to(torch.bool)
+    return codes_to_vectors(torch.arange(2**n_objects), n_objects)
 
 
 def all_subsets(n_objects: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
@@ -59,10 +57,7 @@ def codes_of_size(n_objects: int, sizes) -> np.ndarray:
     total = sum(math.comb(n_objects, c) for c in sizes)
     if n_objects <= 26 and total * 8 >= 2**n_objects:
         codes = np.arange(2**n_objects, dtype=np.int64)
-        pop = np.zeros_like(codes)
-        for i in range(n_objects):
-            pop += (codes >> i) & 1
-        return codes[np.isin(pop, sizes)]
+        return codes[np.isin(popcount(codes), sizes)]
     if n_objects > 62:
         raise ValueError(f"blicket sets are coded as 64-bit integers: at most 62 objects, got {n_objects}")
     out = np.empty(total, dtype=np.int64)
@@ -92,13 +87,8 @@ class BlicketSetPrior(pdist.TorchDistribution):
     support = constraints.independent(constraints.boolean, 1)
     has_enumerate_support = True
 
-    def __init__(
-        self,
-        n_objects: int,
-        p: float | None = None,
-        counts: dict[int, float] | None = None,
-        validate_args: bool | None = None,
-    ):
+    def __init__(self, n_objects: int, p: float | None = None, counts: dict[int, float] | None = None,
+                 validate_args: bool | None = None):
         if (p is None) == (counts is None):
             raise ValueError("give exactly one of p (independent prior) and counts (prior over set sizes)")
         self.n_objects = int(n_objects)
@@ -169,9 +159,7 @@ class BlicketSetPrior(pdist.TorchDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(BlicketSetPrior, _instance)
         new.n_objects, new.p, new.counts = self.n_objects, self.p, self.counts
-        super(BlicketSetPrior, new).__init__(
-            torch.Size(batch_shape), self.event_shape, validate_args=False
-        )
+        super(BlicketSetPrior, new).__init__(torch.Size(batch_shape), self.event_shape, validate_args=False)
         return new
 
 

@@ -30,18 +30,8 @@ import torch
 
 from ._validate import integer, probability, real
 
-__all__ = [
-    "Rule",
-    "Threshold",
-    "Sigmoid",
-    "disjunctive",
-    "conjunctive",
-    "make_rule",
-    "make_rules",
-    "RULE_NAMES",
-    "apply_noise",
-    "sigmoid_response",
-]
+__all__ = ["Rule", "Threshold", "Sigmoid", "disjunctive", "conjunctive", "make_rule", "make_rules", "RULE_NAMES",
+           "apply_noise", "apply_log_noise", "sigmoid_response"]
 
 
 def apply_noise(f: torch.Tensor, noise) -> torch.Tensor:
@@ -49,14 +39,23 @@ def apply_noise(f: torch.Tensor, noise) -> torch.Tensor:
     return (1.0 - noise) * f + noise * (1.0 - f)
 
 
+def apply_log_noise(log_f: torch.Tensor, log_g: torch.Tensor, noise: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log P(unlit), log P(lit))`` of a response ``f`` given as ``log f`` and ``log(1 - f)``, flipped with
+    probability ``noise``, exact for tiny noise.
+
+    ``1 - noise`` is never formed: with ``noise = 1e-17`` it would round to 1 and ``log P(lit | k)`` of an "off"
+    count would become ``log 0``. Instead ``log P(lit) = logaddexp(log1p(-noise) + log f, log(noise) + log(1 - f))``.
+    """
+    if noise == 0.0:
+        return log_g, log_f
+    keep = math.log1p(-noise) if noise < 1.0 else -math.inf  # noise = 1: the machine always flips
+    flip = math.log(noise)
+    return torch.logaddexp(keep + log_g, flip + log_f), torch.logaddexp(keep + log_f, flip + log_g)
+
+
 def sigmoid_response(k: torch.Tensor, gain, bias) -> torch.Tensor:
     """Lucas & Griffiths (2010): ``sigmoid(gain * (k - bias))``; ``gain``/``bias`` may be tensors."""
     return torch.sigmoid(gain * (k - bias))
-
-
-def _check_probability(value: float, name: str) -> float:
-    """Kept for callers outside the engine; see :func:`causalplay.core._validate.probability`."""
-    return probability(value, name)
 
 
 @dataclass(frozen=True)
@@ -95,20 +94,10 @@ class Rule:
         return torch.log(f), torch.log1p(-f)
 
     def log_table(self, n_objects: int, dtype: torch.dtype = torch.float64, device=None) -> torch.Tensor:
-        """``[2, n_objects + 1]``: ``log P(unlit | k)`` and ``log P(lit | k)``, exact for tiny noise.
-
-        ``1 - noise`` is never formed: with ``noise = 1e-17`` it would round to 1 and ``log P(lit | k)`` of an
-        "off" count would become ``log 0``. Instead ``log P(lit) = logaddexp(log1p(-noise) + log f,
-        log(noise) + log(1 - f))``.
-        """
-        k = torch.arange(n_objects + 1, dtype=dtype, device=device)
-        log_f, log_g = self.log_base(k)
-        if self.noise == 0.0:
-            return torch.stack([log_g, log_f])
-        keep = math.log1p(-self.noise) if self.noise < 1.0 else -math.inf  # noise = 1: the machine always flips
-        flip = math.log(self.noise)
-        return torch.stack([torch.logaddexp(keep + log_g, flip + log_f),
-                            torch.logaddexp(keep + log_f, flip + log_g)])
+        """``[2, n_objects + 1]``: ``log P(unlit | k)`` and ``log P(lit | k)``, exact for tiny noise (see
+        :func:`apply_log_noise`)."""
+        log_f, log_g = self.log_base(torch.arange(n_objects + 1, dtype=dtype, device=device))
+        return torch.stack(apply_log_noise(log_f, log_g, self.noise))
 
     @property
     def deterministic(self) -> bool:
@@ -196,16 +185,14 @@ def make_rule(rule: str | Rule, noise: float = 0.0) -> Rule:
         return rule
     if not isinstance(rule, str):
         raise TypeError(f"a rule must be a rule name or a causalplay.core.rules.Rule, got {rule!r}")
-    noise = _check_probability(noise, "noise")
-    if rule == "disjunctive":
-        return disjunctive(noise)
-    if rule == "conjunctive":
-        return conjunctive(noise)
-    if rule.startswith("threshold") and rule[len("threshold") :].isdigit():
-        return Threshold(noise=noise, m=int(rule[len("threshold") :]))
-    raise ValueError(
-        f"unknown rule {rule!r}; expected one of {RULE_NAMES + ('threshold<m>',)} or a causalplay.core.rules.Rule"
-    )
+    noise = probability(noise, "noise")
+    m = {"disjunctive": 1, "conjunctive": 2}.get(rule)
+    if m is None and rule.startswith("threshold") and rule[len("threshold") :].isdigit():
+        m = int(rule[len("threshold") :])
+    if m is None:
+        raise ValueError(f"unknown rule {rule!r}; expected one of {RULE_NAMES + ('threshold<m>',)} or a "
+                         "causalplay.core.rules.Rule")
+    return Threshold(noise=noise, m=m)
 
 
 def make_rules(rules: str | Rule | Iterable[str | Rule], noise: float = 0.0) -> tuple[Rule, ...]:

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ._validate import codes_to_vectors, integer, probability, real
+from ._validate import codes_to_vectors, integer, probability, real, vectors_to_codes
 from .priors import BlicketSetPrior
 from .rules import Rule, make_rules
 
@@ -62,7 +62,7 @@ def _normalise_counts(n_blickets, n_objects: int) -> tuple[tuple[int, ...], tupl
     return tuple(c for c, _ in items), tuple(w / total for _, w in items)
 
 
-def _n_for_counts(n_objects) -> int:
+def _n_objects(n_objects) -> int:
     try:
         return integer(n_objects, "n_objects", low=1)
     except TypeError:
@@ -98,10 +98,7 @@ class WorldSpec:
     count_prior: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        try:
-            n = integer(self.n_objects, "n_objects", low=1)
-        except TypeError:
-            raise ValueError(f"n_objects must be a positive integer, got {self.n_objects!r}") from None
+        n = _n_objects(self.n_objects)
         object.__setattr__(self, "n_objects", n)
         rules = self.rules
         if not (isinstance(rules, tuple) and rules and all(isinstance(r, Rule) for r in rules)
@@ -171,7 +168,7 @@ class WorldSpec:
         else:
             prior = tuple(rule_prior)
         if n_blickets is not None:
-            counts, weights = _normalise_counts(n_blickets, _n_for_counts(n_objects))
+            counts, weights = _normalise_counts(n_blickets, _n_objects(n_objects))
             return cls(n_objects, rules_t, prior, blicket_prior, counts, weights)
         return cls(n_objects, rules_t, prior, blicket_prior)
 
@@ -296,9 +293,13 @@ class HypothesisSpace:
     @property
     def max_count(self) -> int:
         """Largest number of blickets any allowed set has."""
-        if "max_count" not in self._cache:
-            self._cache["max_count"] = int(self.sets.sum(-1).max().item())
-        return self._cache["max_count"]
+        return self.cached("max_count", lambda: int(self.sets.sum(-1).max().item()))
+
+    def cached(self, key, build):
+        """``build()``, computed on first use and kept on this space under ``key`` (spaces are immutable)."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
 
     def all_trials(self) -> torch.Tensor:
         """``[2**N - 1, N]`` every non-empty trial in integer-code order, on this space's device and dtype (cached
@@ -306,8 +307,6 @@ class HypothesisSpace:
         hit = self._cache.get("all_trials")
         if hit is not None:
             return hit
-        from ._validate import codes_to_vectors
-
         n = self.n_objects
         t = codes_to_vectors(torch.arange(1, 2**n, device=self.device), n).to(self.dtype)
         if n <= 16:
@@ -328,18 +327,12 @@ class HypothesisSpace:
     @property
     def log_prior(self) -> torch.Tensor:
         """``[H]`` joint log prior (computed once per space)."""
-        if "log_prior" not in self._cache:
-            self._cache["log_prior"] = (self.rule_log_prior[:, None] + self.set_log_prior[None, :]).reshape(-1)
-        return self._cache["log_prior"]
+        return self.cached("log_prior", lambda: (self.rule_log_prior[:, None] + self.set_log_prior).reshape(-1))
 
     @property
     def set_codes(self) -> torch.Tensor:
         """``[S]`` int64 integer code of every allowed set (ascending)."""
-        if "set_codes" not in self._cache:
-            from ._validate import vectors_to_codes
-
-            self._cache["set_codes"] = vectors_to_codes(self.sets)
-        return self._cache["set_codes"]
+        return self.cached("set_codes", lambda: vectors_to_codes(self.sets))
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> HypothesisSpace:
         return HypothesisSpace.build(self.spec, device or self.device, dtype or self.dtype)
