@@ -7,17 +7,5 @@ from .cache import FrameCache
 from .renderer import Renderer, RenderError, RendererUnavailable, bpy_available
 from .scene import COLORS, HEIGHT, MATERIALS, SHAPES, WIDTH, make_frame, signature
 
-__all__ = [
-    "COLORS",
-    "FrameCache",
-    "HEIGHT",
-    "MATERIALS",
-    "RenderError",
-    "Renderer",
-    "RendererUnavailable",
-    "SHAPES",
-    "WIDTH",
-    "bpy_available",
-    "make_frame",
-    "signature",
-]
+__all__ = ["COLORS", "FrameCache", "HEIGHT", "MATERIALS", "RenderError", "Renderer", "RendererUnavailable", "SHAPES",
+           "WIDTH", "bpy_available", "make_frame", "signature"]

@@ -65,32 +65,19 @@ class Renderer:
     ((120, 160, 3), dtype('uint8'))
     """
 
-    def __init__(
-        self,
-        engine: str = "workbench",
-        samples: int = 16,
-        cache_size: int = 4096,
-        cache_dir: str | os.PathLike | None = None,
-        timeout: float = 120.0,
-        fallback: bool = True,
-    ):
+    def __init__(self, engine: str = "workbench", samples: int = 16, cache_size: int = 4096,
+                 cache_dir: str | os.PathLike | None = None, timeout: float = 120.0, fallback: bool = True):
         if engine not in ENGINES:
             raise ValueError(f"engine = {engine!r}; expected one of {ENGINES}")
         if not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples = {samples!r}; expected an int >= 1")
         if not bpy_available():
-            raise RendererUnavailable(
-                "Blender's Python module `bpy` is not installed; install the extra: pip install 'causalplay[render]' "
-                "(bpy==5.0.1 needs Python 3.11)"
-            )
-        self.requested_engine = engine
-        self.engine = engine
-        self.samples = samples
-        self.timeout = float(timeout)
-        self.fallback = fallback
+            raise RendererUnavailable("Blender's Python module `bpy` is not installed; install the extra: "
+                                      "pip install 'causalplay[render]' (bpy==5.0.1 needs Python 3.11)")
+        self.requested_engine = self.engine = engine
+        self.samples, self.timeout, self.fallback = samples, float(timeout), fallback
         self.cache = FrameCache(cache_size, cache_dir)
-        self.renders = 0
-        self.restarts = 0
+        self.renders = self.restarts = 0
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._log_path = ""
@@ -119,17 +106,12 @@ class Renderer:
     def _spawn(self, engine: str) -> None:
         parent_sock, child_sock = socket.socketpair()
         fd, self._log_path = tempfile.mkstemp(prefix="causalplay_render_", suffix=".log")
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
         with os.fdopen(fd, "w") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "causalplay.render.worker", str(child_sock.fileno()), engine, str(self.samples)],
-                pass_fds=(child_sock.fileno(),),
-                stdin=subprocess.DEVNULL,
+                pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # Blender prints a line per frame; keep it out of the way
-                stderr=log,
-                env=env,
-            )
+                stderr=log, env={"PYTHONUNBUFFERED": "1", **os.environ})
         child_sock.close()
         self._conn = Connection(parent_sock.detach())
 
@@ -155,24 +137,20 @@ class Renderer:
             return self
         if self._proc is not None:  # there was a worker and it died
             self.restarts += 1
-        self._shutdown()
+        self.close()
         self._spawn(self.engine)
         try:
             self._expect("imported")
         except _WorkerDied as e:
-            raise RendererUnavailable(
-                f"the renderer worker could not import bpy (exit code {e.code}); install 'causalplay[render]'.\n"
-                f"worker log:\n{self._log_tail()}"
-            ) from None
+            raise RendererUnavailable(f"the renderer worker could not import bpy (exit code {e.code}); install "
+                                      f"'causalplay[render]'.\nworker log:\n{self._log_tail()}") from None
         try:
             self.info = self._expect("ready")
         except _WorkerDied as e:
             tail = self._log_tail()
             if self.engine == "workbench":
-                msg = (
-                    f"Blender's Workbench engine could not start (worker exit code {e.code}): it needs EGL for "
-                    f"headless OpenGL. Install the Debian packages: apt-get install {EGL_PACKAGES}."
-                )
+                msg = (f"Blender's Workbench engine could not start (worker exit code {e.code}): it needs EGL for "
+                       f"headless OpenGL. Install the Debian packages: apt-get install {EGL_PACKAGES}.")
                 if not self.fallback:
                     raise RendererUnavailable(msg + f"\nworker log:\n{tail}") from None
                 warnings.warn(msg + " Falling back to Cycles on CPU (about 20x slower).", RuntimeWarning, stacklevel=3)
@@ -181,7 +159,8 @@ class Renderer:
             raise RendererUnavailable(f"the renderer worker died while building the scene:\n{tail}") from None
         return self
 
-    def _shutdown(self) -> None:
+    def close(self) -> None:
+        """Stop the worker. The renderer restarts it if used again."""
         if self._conn is not None:
             try:
                 if self.alive:
@@ -201,10 +180,6 @@ class Renderer:
             os.remove(self._log_path)
             self._log_path = ""
 
-    def close(self) -> None:
-        """Stop the worker. The renderer restarts it if used again."""
-        self._shutdown()
-
     def __deepcopy__(self, memo: dict) -> Renderer:
         # a handle on one worker process and its cache: copies (e.g. of an env spec's kwargs) share it
         return self
@@ -217,22 +192,21 @@ class Renderer:
 
     def __del__(self) -> None:
         try:
-            self._shutdown()
+            self.close()
         except Exception:
             pass
 
     def _request(self, cmd: str, arg: Any) -> Any:
         """Send one request; if the worker died, restart it and retry once."""
-        for attempt in (0, 1):
+        for _attempt in (0, 1):
             self.start()
             assert self._conn is not None
             try:
                 self._conn.send((cmd, arg))
                 return self._expect("ok")
             except (_WorkerDied, BrokenPipeError, ConnectionResetError) as e:
-                if attempt == 1:
-                    raise RenderError(f"renderer worker died twice in a row:\n{self._log_tail()}") from e
-        raise AssertionError("unreachable")
+                died = e
+        raise RenderError(f"renderer worker died twice in a row:\n{self._log_tail()}") from died
 
     def worker_rss(self) -> int:
         """Resident memory of the worker process, bytes."""
