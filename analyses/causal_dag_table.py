@@ -87,8 +87,7 @@ def markdown_table(rows: list[dict]) -> str:
     head = [f"{split}: {what}" for split in ("train", "test") for what in ("reward % of optimal", "ratio %", "match %")]
     lines = ["| agent | world | episodes | " + " | ".join(head) + " |", "|---|---|---|" + "---|" * len(head)]
     for (agent, lin), g in df.groupby(["agent", "linear"], sort=False):
-        cells = []
-        eps = []
+        cells, eps = [], []
         for split in ("train", "test"):
             r = g[g.split == split]
             if len(r):
@@ -104,16 +103,14 @@ def markdown_table(rows: list[dict]) -> str:
 
 def figures(rows: list[dict], out: Path) -> None:
     """Bar charts as the appendix shows: reward % of optimal, and match with the optimal (expert) action."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.figure import Figure  # no pyplot: files, no display
 
     df = pd.DataFrame(rows)
     for metric, label, fname in (("reward_pct_optimal", "goal reward (% of optimal)", "reward_pct_optimal.png"),
                                  ("match_optimal", "goal action matches optimal (%)", "match_optimal.png")):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
+        fig = Figure(figsize=(11, 3.6))
+        axes = fig.subplots(1, 2, sharey=True)
         for ax, lin in zip(axes, (False, True), strict=True):
             g = df[df.linear == lin]
             agents = list(dict.fromkeys(g.agent))
@@ -129,22 +126,16 @@ def figures(rows: list[dict], out: Path) -> None:
         axes[0].legend(title="structures", fontsize=8)
         fig.tight_layout()
         fig.savefig(out / fname, dpi=110)
-        plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Every :class:`Config` field is an option; ``--smoke`` starts from the smoke settings."""
-    import torch
-
     from causalplay.cli.config import parse_config
+    from causalplay.core.beliefs import single_thread
 
     cfg = parse_config(Config, argv, smoke=Config(**SMOKE), description=__doc__.splitlines()[0])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small tensors: threads only add contention
-    try:
+    with single_thread(1):  # small tensors: threads only add contention
         run(cfg)
-    finally:
-        torch.set_num_threads(threads)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import time
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ import causalplay
 from causalplay.bench.runner import family_of, run_benchmark
 from causalplay.bench.sequences import summarise_by_machine
 from causalplay.cli.config import parse_config
+from causalplay.core.beliefs import single_thread
 
 
 @dataclass
@@ -74,18 +76,18 @@ def pattern(cfg: Config) -> pd.DataFrame:
     rows = []
     for form in ("rules", "sigmoid"):
         for training in ("none", "conjunctive", "disjunctive"):
-            if training == "none":
-                b = causalplay.infer(TEST, n_objects=3, noise=cfg.noise) if form == "rules" else None
-                if b is None:  # the sigmoid prior itself: the grid posterior of no data is the prior
-                    post = causalplay.infer_overhypothesis([[([0], False)]], n_objects=3, form=form, noise=cfg.noise)
-                    post = _prior_only(post)
-                    b = causalplay.infer(TEST, n_objects=3, overhypothesis=post)
-                rho = np.nan
+            rho = np.nan
+            if training == "none" and form == "rules":
+                b = causalplay.infer(TEST, n_objects=3, noise=cfg.noise)
             else:
-                post = causalplay.infer_overhypothesis([TRAINING[training]] * cfg.training_machines, n_objects=3,
-                                                       form=form, noise=cfg.noise)
+                if training == "none":  # the sigmoid prior itself: the grid posterior of no data is the prior
+                    post = _prior_only(causalplay.infer_overhypothesis([[([0], False)]], n_objects=3, form=form,
+                                                                       noise=cfg.noise))
+                else:
+                    post = causalplay.infer_overhypothesis([TRAINING[training]] * cfg.training_machines,
+                                                           n_objects=3, form=form, noise=cfg.noise)
+                    rho = float(post.predictive_rule_probs()[0, 1]) if form == "rules" else np.nan
                 b = causalplay.infer(TEST, n_objects=3, overhypothesis=post)
-                rho = float(post.predictive_rule_probs()[0, 1]) if form == "rules" else np.nan
             rows.append({"form": form, "training": training, "machines": 0 if training == "none" else
                          cfg.training_machines, "P(conjunctive next)": rho, "P(D lights alone)": b.predict([0]),
                          "P(D blicket)": float(b.blicket_prob[0]), "P(F blicket)": float(b.blicket_prob[2])})
@@ -142,18 +144,11 @@ def crosscheck(cfg: Config, n_sequences: int = 6, num_samples: int = 1000, warmu
     return pd.DataFrame(rows)
 
 
-def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Means with 95% CIs by (rule_per, agent, machine), and paired gains over the baseline."""
-    return summarise_by_machine(df, reference=BASELINE if BASELINE in set(df.agent) else None)
-
-
 def figure(summary: pd.DataFrame, path: Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: a file, no display
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    fig = Figure(figsize=(9, 3.4))
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, rp in zip(axes, ("sequence", "episode"), strict=True):
         s = summary[(summary.rule_per == rp) & summary.get("fewer_trials", pd.Series(dtype=float)).notna()]
         for agent, g in s.groupby("agent"):
@@ -168,7 +163,6 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
         axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def run(cfg: Config, parts: tuple[str, ...] | None = None) -> dict:
@@ -177,9 +171,7 @@ def run(cfg: Config, parts: tuple[str, ...] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
     result: dict = {}
-    prev = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
+    with single_thread(cfg.threads):
         if "crosscheck" in parts:
             cc = crosscheck(cfg)
             cc.to_csv(out / "crosscheck.csv", index=False)
@@ -194,23 +186,15 @@ def run(cfg: Config, parts: tuple[str, ...] | None = None) -> dict:
             df = run_benchmark([env], cfg.agents, cfg.n_sequences, [cfg.seed], out, shard_size=cfg.shard_size,
                                executor=cfg.executor, workers=cfg.workers, env_kwargs={"n_episodes": cfg.n_episodes},
                                variants=keep)
-            summary = summarise(df.rename(columns={"episode": "sequence"}))
+            # means with 95% CIs by (rule_per, agent, machine), and paired gains over the baseline
+            summary = summarise_by_machine(df.rename(columns={"episode": "sequence"}),
+                                           reference=BASELINE if BASELINE in set(df.agent) else None)
             summary.to_csv(out / "summary.csv", index=False)
-            (out / "summary.md").write_text(summary.round(3).to_markdown(index=False) if _has_tabulate()
+            (out / "summary.md").write_text(summary.round(3).to_markdown(index=False) if find_spec("tabulate")
                                             else summary.round(3).to_string(index=False))
             figure(summary, out / "transfer.png")
             result["summary"] = summary
-    finally:
-        torch.set_num_threads(prev)
     return result
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:
