@@ -310,16 +310,16 @@ class BlenderScene:
         if self.engine == "workbench":
             r.engine = "BLENDER_WORKBENCH"
             sh = sc.display.shading
-            sh.light, sh.color_type, sh.show_cavity = "STUDIO", "MATERIAL", False
-            sh.show_shadows, sh.shadow_intensity, sh.show_specular_highlight = True, 0.35, True
+            sh.light, sh.color_type, sh.show_shadows = "STUDIO", "MATERIAL", True
+            sh.shadow_intensity, sh.show_specular_highlight, sh.show_cavity = 0.35, True, False
             # FXAA: one pass, 2.5x the frames/s of 5-sample AA (53 vs 21 at 160x120), no visible loss at this size.
             sc.display.render_aa = "FXAA"
             sc.display.light_direction = (0.45, -0.35, 0.8)
         else:
             r.engine = "CYCLES"
             cy = sc.cycles
-            cy.device, cy.samples, cy.max_bounces = "CPU", self.samples, 4
-            cy.use_adaptive_sampling, cy.use_denoising = False, True
+            cy.device, cy.samples, cy.use_adaptive_sampling = "CPU", self.samples, False
+            cy.use_denoising, cy.max_bounces = True, 4
             r.threads_mode, r.threads = "FIXED", 1
 
     # --- per frame ------------------------------------------------------------------------------------------------

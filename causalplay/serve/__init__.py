@@ -13,21 +13,14 @@ imported by ``import causalplay``; the CLI imports it when ``serve`` or ``export
 
 from __future__ import annotations
 
+import importlib
+
 __all__ = ["create_app", "ServeConfig", "export_trials", "open_db", "TASKS"]
+# Lazy: importing causalplay.serve (e.g. for TASKS) must not pull in FastAPI.
+_MODULE = {"create_app": "app", "ServeConfig": "app", "export_trials": "store", "open_db": "store", "TASKS": "tasks"}
 
 
 def __getattr__(name):
-    # Lazy: importing causalplay.serve (e.g. for TASKS) must not pull in FastAPI.
-    if name in ("create_app", "ServeConfig"):
-        from . import app
-
-        return getattr(app, name)
-    if name in ("export_trials", "open_db"):
-        from . import store
-
-        return getattr(store, name)
-    if name == "TASKS":
-        from .tasks import TASKS
-
-        return TASKS
+    if name in _MODULE:
+        return getattr(importlib.import_module(f".{_MODULE[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -242,22 +242,20 @@ class Db:
             yield s, participant(s, self.request, lock=True)
 
 
-def throttle(request: Request, r: Rt) -> None:
+def throttle(request: Request, r: Rt) -> Db:
+    """The request's :class:`Db` once the per-session rate limit lets the request through, else 429."""
     key = request.cookies.get(COOKIE) or (request.client.host if request.client else "?")
     if not r.limiter.allow(key):
         raise HTTPProblem(429, "Too many requests; please wait a moment.", {"Retry-After": "1"})
+    return Db(request, r)
 
 
 def _reads(request: Request, r: Rt) -> Db:
     return Db(request, r)
 
 
-def _writes(request: Request, r: Rt, _: Annotated[None, Depends(throttle)]) -> Db:
-    return Db(request, r)
-
-
 Reads = Annotated[Db, Depends(_reads)]
-Writes = Annotated[Db, Depends(_writes)]  # after the per-session rate limit
+Writes = Annotated[Db, Depends(throttle)]  # after the per-session rate limit
 
 
 def require_admin(request: Request, r: Rt) -> None:

@@ -92,7 +92,7 @@ def consent(request: Request, r: Rt, consent: str = Form(""), pid: str = Form(""
         raise HTTPProblem(429, "Too many new sessions from this address; please wait.", {"Retry-After": "5"})
     token = secrets.token_urlsafe(32)
     code, source = (pid, "prolific") if pid else ("gen-" + secrets.token_hex(8), "generated")
-    task, n_cond = r.task, len(r.task.conditions)
+    task = r.task
     for _attempt in range(20):
         try:
             with r.writing() as s:
@@ -105,14 +105,11 @@ def consent(request: Request, r: Rt, consent: str = Form(""), pid: str = Form(""
                 now = time.time()
                 slot = s.scalar(select(func.count()).select_from(Participant).where(Participant.task == task.env_id))
                 # completed sessions and those still active hold their condition; abandoned ones free it
-                held = s.execute(select(Participant.condition, func.count()).where(
+                held = dict(s.execute(select(Participant.condition, func.count()).where(
                     Participant.task == task.env_id, or_(Participant.stage == "done", Participant.last_active_at
                                                          >= now - 60 * r.study.timeout_minutes))
-                    .group_by(Participant.condition)).all()
-                counts = [0] * n_cond
-                for c, n in held:
-                    if 0 <= c < n_cond:
-                        counts[c] = n
+                    .group_by(Participant.condition)).all())
+                counts = [held.get(c, 0) for c in range(len(task.conditions))]
                 cond = assign_condition(r.cfg.seed, counts)
                 seed = episode_seed(r.cfg.seed, slot)
                 w = task.world(cond, seed)

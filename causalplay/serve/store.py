@@ -136,10 +136,8 @@ def make_engine(url: str, *, write: bool = True) -> Engine:
             # Let SQLAlchemy's "begin" hook below emit BEGIN itself (pysqlite would defer it).
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=60000")
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=60000"):
+                cur.execute(f"PRAGMA {pragma}")
             cur.close()
 
         @event.listens_for(engine, "begin")

@@ -177,9 +177,8 @@ class ServedTask:
             return World(rule, blickets, self.n_objects, len(blickets), self.max_tests, None, ())
         from causalplay.envs.sampling import OBJECT_POOL
 
-        C = self.n_context
         context = tuple((tuple(int(i) for i in np.flatnonzero(task.panels[0, k].numpy())), bool(task.lit[0, k]))
-                        for k in range(C))
+                        for k in range(self.n_context))
         objects = tuple(OBJECT_POOL[int(j)] for j in task.objects[0])
         return World(rule, blickets, self.n_objects, len(blickets), self.max_tests, objects, context)
 
