@@ -101,9 +101,8 @@ def check_data(folder: str | Path, *, n_objects: int | None = None) -> DataSumma
         return DataSummary(str(folder), issues=e.issues)
     ch = d.is_choice
     p = d.participants
-    return DataSummary(
-        str(folder), participants=len(d), tests=len(d.tests), demonstrations=int((~ch).sum()),
-        demonstrated_to=d.tests["participant"][~ch].nunique(), n_objects=d.n_objects,
-        rules=dict(Counter(p["rule"])), rule_asked=int(p["rule_choice"].notna().sum()),
-        known_counts=dict(Counter(k for k in d.known_counts().values() if k is not None)),
-        learners=p["learner"].nunique() if "learner" in p.columns else None, flags=list(d.flags))
+    return DataSummary(str(folder), participants=len(d), tests=len(d.tests), demonstrations=int((~ch).sum()),
+                       demonstrated_to=d.tests["participant"][~ch].nunique(), n_objects=d.n_objects,
+                       rules=dict(Counter(p["rule"])), rule_asked=int(p["rule_choice"].notna().sum()),
+                       known_counts=dict(Counter(k for k in d.known_counts().values() if k is not None)),
+                       learners=p["learner"].nunique() if "learner" in p.columns else None, flags=list(d.flags))

@@ -113,8 +113,7 @@ def _comma_split(header: list[str], row: list[str]) -> tuple[str, str]:
 
     def fit(j: int) -> int:
         cells = row[:j] + [",".join(row[j:j + extra + 1])] + row[j + extra + 1:]
-        return sum(bool(re.fullmatch(_SHAPE[c], v.strip())) for c, v in zip(header, cells, strict=True)
-                   if c in _SHAPE)
+        return sum(bool(re.fullmatch(_SHAPE[c], v.strip())) for c, v in zip(header, cells, strict=True) if c in _SHAPE)
 
     free = [j for j, c in enumerate(header) if c not in _TYPED] or [len(header) - 1]
     j = max(reversed(free), key=fit)

@@ -22,16 +22,9 @@ from typing import Any
 SHAPES = ("cube", "sphere", "cylinder")
 MATERIALS = ("rubber", "metal")
 # CLEVR's palette (sRGB 0-255, from the CLEVR generator's properties.json).
-COLORS: dict[str, tuple[int, int, int]] = {
-    "gray": (87, 87, 87),
-    "red": (173, 35, 35),
-    "blue": (42, 75, 215),
-    "green": (29, 105, 20),
-    "brown": (129, 74, 25),
-    "purple": (129, 38, 192),
-    "cyan": (41, 208, 208),
-    "yellow": (255, 238, 51),
-}
+COLORS: dict[str, tuple[int, int, int]] = {"gray": (87, 87, 87), "red": (173, 35, 35), "blue": (42, 75, 215),
+                                           "green": (29, 105, 20), "brown": (129, 74, 25), "purple": (129, 38, 192),
+                                           "cyan": (41, 208, 208), "yellow": (255, 238, 51)}
 ENGINES = ("workbench", "cycles")
 WIDTH, HEIGHT = 160, 120
 MAX_OBJECTS = 16
@@ -248,8 +241,7 @@ class BlenderScene:
         bpy, sc = self.bpy, self.scene
         self.floor = self._box("floor", (400, 400, 0.02), (0, 0, -0.01), self.mat_floor)
         self.body = self._box("body", (1, 1, _BODY_HEIGHT), (0, 0, _BODY_HEIGHT / 2), self.mat_body_off)
-        self.plate = self._box("plate", (1, 1, _PLATE_HEIGHT), (0, 0, _BODY_HEIGHT + _PLATE_HEIGHT / 2),
-                               self.mat_plate)
+        self.plate = self._box("plate", (1, 1, _PLATE_HEIGHT), (0, 0, _BODY_HEIGHT + _PLATE_HEIGHT / 2), self.mat_plate)
         self.body.material_slots[0].link = "OBJECT"
         # the lamp: a flattened sphere on a post behind the plate, big enough to read at 160x120
         lamp_mesh = self.meshes["sphere"].copy()
@@ -355,21 +347,8 @@ class BlenderScene:
 
 
 def read_bmp(path: str) -> bytes:
-    """Pixels of the 24-bit uncompressed BMP Blender writes, as RGB bytes with the top row first."""
-    import numpy as np
+    """Pixels of the BMP Blender writes, as RGB bytes with the top row first."""
+    from PIL import Image
 
-    with open(path, "rb") as f:
-        raw = f.read()
-    offset = int.from_bytes(raw[10:14], "little")
-    w = int.from_bytes(raw[18:22], "little", signed=True)
-    h = int.from_bytes(raw[22:26], "little", signed=True)
-    bpp = int.from_bytes(raw[28:30], "little")
-    if bpp not in (24, 32):
-        raise RuntimeError(f"unexpected BMP bit depth {bpp} in {path}")
-    ch = bpp // 8
-    stride = (w * ch + 3) // 4 * 4
-    rows = np.frombuffer(raw, np.uint8, count=stride * abs(h), offset=offset).reshape(abs(h), stride)
-    img = rows[:, : w * ch].reshape(abs(h), w, ch)[:, :, 2::-1]  # BGR(A) -> RGB
-    if h > 0:  # positive height: bottom-up rows
-        img = img[::-1]
-    return np.ascontiguousarray(img).tobytes()
+    with Image.open(path) as im:
+        return im.convert("RGB").tobytes()

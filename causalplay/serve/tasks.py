@@ -150,14 +150,14 @@ class ServedTask:
             task.reset()
             # actions 1..C-1 only move through the context panels; their trials are ignored by the task
             for _ in range(self.n_context - 1):
-                task.step(self._action(()), check=False)
+                task.step(self._action(task, ()), check=False)
         return task
 
-    def _action(self, trial):
+    def _action(self, task, trial):
         import torch
 
         N = self.n_objects
-        a = torch.zeros((1, 2 * N + (2 if self.name == "nexiom" else 0)), dtype=torch.float64)
+        a = torch.zeros((1, task.action_size), dtype=torch.float64)
         a[0, list(trial)] = 1.0
         # belief 0.5 everywhere: never "solved" (tol 0.5 is strict), so the episode runs until the person stops
         a[0, N:2 * N] = 0.5
@@ -188,7 +188,7 @@ class ServedTask:
             raise ValueError(f"the task allows {self.max_tests} tests; {len(past)} were already run")
         task = self._start(self.conditions[condition], seed)
         for t in (*past, trial):
-            task.step(self._action(t), check=False)
+            task.step(self._action(task, t), check=False)
         if self.name == "nexiom":
             return bool(task.lit_now[0])
         return bool(task.lit[0, self.n_context + len(past)])
