@@ -262,8 +262,7 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
         if "n_objects" in P.columns:
             out["n_objects"] = _count(r["n_objects"])
         if "n_blickets" in P.columns:
-            k = _count(r["n_blickets"])
-            out["n_blickets"] = k
+            out["n_blickets"] = k = _count(r["n_blickets"])
             if r["n_blickets"].strip() and k is None:
                 bad(f, i, "n_blickets", r["n_blickets"],
                     "expected a non-negative integer (or empty)" + _ascii(r["n_blickets"]))

@@ -254,16 +254,13 @@ class Renderer:
             if self.engine != self.requested_engine:
                 keys = [self.key(f) for f in frames]
                 out = [self.cache.get(k) for k in keys]
-        todo: dict[str, int] = {}
-        for i, img in enumerate(out):
-            if img is None and keys[i] not in todo:
-                todo[keys[i]] = i
-        items = list(todo.items())
+        todo = list(dict.fromkeys(k for k, img in zip(keys, out, strict=True) if img is None))  # each key once
+        frame_of = dict(zip(keys, frames, strict=True))  # equal keys: equal frames (the key hashes the frame)
         fresh: dict[str, np.ndarray] = {}
-        for s in range(0, len(items), chunk):
-            part = items[s : s + chunk]
-            raws = self._request("render", [frames[i] for _, i in part])
-            for (k, _), raw in zip(part, raws, strict=True):
+        for s in range(0, len(todo), chunk):
+            part = todo[s : s + chunk]
+            raws = self._request("render", [frame_of[k] for k in part])
+            for k, raw in zip(part, raws, strict=True):
                 img = np.frombuffer(raw, np.uint8).reshape(HEIGHT, WIDTH, 3).copy()
                 fresh[k] = self.cache.put(k, img)
                 self.renders += 1
