@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 
 import pandas as pd
@@ -88,9 +89,7 @@ def build(episodes: int, notears_episodes: int, envs: tuple[str, ...] = (IVRE, E
         for i, spec in enumerate(specs):
             n = notears_episodes if spec and spec.startswith("notears") else episodes
             rec: dict = {"env": env.split("/")[1], "paper row": name if i == 0 else f"  ({name}, other)",
-                         "ours": spec or "-"}
-            for col, v in zip(COLUMNS, paper, strict=True):
-                rec["paper " + col] = v
+                         "ours": spec or "-", **{"paper " + col: v for col, v in zip(COLUMNS, paper, strict=True)}}
             if spec is not None and n >= 2:
                 m = measure(env, spec, n)
                 for col in COLUMNS:
@@ -125,20 +124,12 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     table = build(cfg.episodes, cfg.notears_episodes, cfg.envs)
-    text = table.to_markdown(index=False) if _has_tabulate() else table.to_string(index=False)
+    text = table.to_markdown(index=False) if find_spec("tabulate") else table.to_string(index=False)
     print(text)
     if cfg.out:
         Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg.out).write_text(text + "\n")
     return 0
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":

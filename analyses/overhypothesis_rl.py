@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-import torch
 
 from causalplay.bench.sequences import run_sequences, summarise_by_machine
+from causalplay.core.beliefs import single_thread
 
 REFERENCE = "eig-transfer"
 
@@ -65,12 +65,10 @@ def _train_tiny(out: Path) -> dict[str, str]:
 
 
 def figure(summary: pd.DataFrame, path: Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: a file, no display
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    fig = Figure(figsize=(10, 3.6))
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, rp in zip(axes, ("sequence", "episode"), strict=True):
         for agent, g in summary[summary.rule_per == rp].groupby("agent", sort=False):
             ax.errorbar(g.machine, g.trials_to_solve, yerr=[g.trials_to_solve - g.trials_to_solve_lo,
@@ -84,7 +82,6 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def run(cfg: Config) -> pd.DataFrame:
@@ -100,10 +97,8 @@ def run(cfg: Config) -> pd.DataFrame:
             raise FileNotFoundError(f"run {name!r}: {d!r} is not a `causalplay train` output folder")
     (out / "config.json").write_text(json.dumps({**dataclasses.asdict(cfg), "runs": runs}, indent=2))
     specs = [(f"rl:path={d}:name={n}", n) for n, d in runs.items()] + [(a, a) for a in cfg.eig_agents]
-    prev = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
     frames = []
-    try:
+    with single_thread(cfg.threads):
         for rp in cfg.rule_per:
             for spec, label in specs:
                 df = run_sequences(spec, cfg.n_sequences, cfg.seed, rule_per=rp, label=label)
@@ -112,8 +107,6 @@ def run(cfg: Config) -> pd.DataFrame:
                           index=False)
                 print(f"{rp:8s} {label:28s} trials {df.trials_to_solve.mean():.2f} R {df.episode_reward.mean():.2f}",
                       flush=True)
-    finally:
-        torch.set_num_threads(prev)
     return write_summary(pd.concat(frames, ignore_index=True), out)
 
 

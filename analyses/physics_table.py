@@ -163,12 +163,9 @@ def run(cfg: Config) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import tyro
+    from causalplay.cli.config import parse_config
 
-    cfg = tyro.cli(Config, args=argv, description=__doc__)
-    if cfg.smoke:  # the smoke preset, then the options given
-        cfg = tyro.cli(Config, args=argv, default=SMOKE, description=__doc__)
-    run(cfg)
+    run(parse_config(Config, argv, smoke=SMOKE, description=__doc__))
 
 
 if __name__ == "__main__":

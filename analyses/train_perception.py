@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from causalplay.agents.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, render_panels, sample_panels
+from causalplay.bench.sequences import _wilson
 from causalplay.render.scene import MAX_OBJECTS, SCENE_VERSION
 
 
@@ -64,10 +65,8 @@ SMOKE = Config(name="perception_smoke", train_frames=384, val_frames=64, cycles_
 def _labels(on: np.ndarray, lit: np.ndarray, n: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """Targets ``[n, MAX_OBJECTS + 1]`` and the mask of bits that exist (slots past ``N`` are not scored)."""
     y = torch.from_numpy(np.concatenate([on, lit[:, None]], 1).astype(np.float32))
-    mask = torch.zeros_like(y)
-    mask[:, MAX_OBJECTS] = 1.0
-    for i, k in enumerate(n):
-        mask[i, :k] = 1.0
+    slots = torch.arange(MAX_OBJECTS + 1)
+    mask = ((slots < torch.as_tensor(n)[:, None]) | (slots == MAX_OBJECTS)).float()
     return y, mask
 
 
@@ -84,10 +83,6 @@ def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         g = f[blur].permute(0, 3, 1, 2)
         f[blur] = F.avg_pool2d(g, 3, stride=1, padding=1, count_include_pad=False).permute(0, 2, 3, 1)
     return f.clamp(0, 255).round().to(torch.uint8)
-
-
-def _counts(frames: list[dict]) -> np.ndarray:
-    return np.array([len(f["on"]) for f in frames])
 
 
 def score(model: Perception, frames: np.ndarray, on: np.ndarray, lit: np.ndarray, n: np.ndarray) -> dict:
@@ -110,15 +105,9 @@ def score(model: Perception, frames: np.ndarray, on: np.ndarray, lit: np.ndarray
                            "lit_wrong": bool(~ok_lit[j]), "p_on": [round(float(x), 4) for x in p_on[j]],
                            "p_lit": round(float(p_lit[j]), 4)})
     nf = len(frames)
-    acc = float(frame_ok.mean()) if nf else float("nan")
-    # Clopper-Pearson-free summary: a 95% Wilson interval for the per-frame accuracy
-    z = 1.96
-    if nf:
-        c = (acc + z * z / (2 * nf)) / (1 + z * z / nf)
-        h = z * np.sqrt(acc * (1 - acc) / nf + z * z / (4 * nf * nf)) / (1 + z * z / nf)
-    else:
-        c = h = float("nan")
-    return {"frames": nf, "frame_acc": acc, "frame_acc_wilson95": [max(0.0, float(c - h)), min(1.0, float(c + h))],
+    # the per-frame accuracy with its 95% Wilson interval (no frames: nan, and the whole of [0, 1])
+    acc, lo, hi = _wilson(frame_ok) if nf else (float("nan"), 0.0, 1.0)
+    return {"frames": nf, "frame_acc": acc, "frame_acc_wilson95": [float(lo), float(hi)],
             "bit_acc": right_bits / max(1, total_bits), "lit_acc": lit_ok / max(1, nf), "n_wrong_frames": len(errors),
             "errors": errors, "least_confident": [i for i, _ in sorted(conf, key=lambda t: t[1])[:8]]}
 
@@ -136,18 +125,16 @@ def _render(cfg: Config, stream: int, n: int, engine: str) -> tuple[np.ndarray, 
     dt = time.perf_counter() - t0
     print(f"{engine} stream {stream}: {n} frames ({new} rendered, {n - new} from {cfg.cache_dir}) in {dt:.1f} s",
           flush=True)
-    return imgs, on, lit, _counts(frames)
+    return imgs, on, lit, np.array([len(f["on"]) for f in frames])
 
 
 def _figure(path: Path, imgs: np.ndarray, res: dict, on: np.ndarray, lit: np.ndarray) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: a file, no display
 
     shown = [e["index"] for e in res["errors"][:8]] or res["least_confident"][:8]
     title = "misread held-out frames" if res["errors"] else "no misread held-out frame; the 8 least confident"
-    fig, axes = plt.subplots(2, 4, figsize=(12, 5.2))
+    fig = Figure(figsize=(12, 5.2))
+    axes = fig.subplots(2, 4)
     for ax in axes.flat:
         ax.axis("off")
     for ax, i in zip(axes.flat, shown, strict=False):
@@ -162,7 +149,6 @@ def _figure(path: Path, imgs: np.ndarray, res: dict, on: np.ndarray, lit: np.nda
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
-    plt.close(fig)
 
 
 def evaluate(cfg: Config, model: Perception | None = None) -> dict:
