@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from .config import usage_errors
+
 __all__ = ["bench", "check_agent_spec"]
 
 #: Each family's agents when ``--agents`` is not given (NOTEARS only when named: one structure fit per step).
@@ -64,11 +66,9 @@ def _envs_cb(value: str) -> str:
     ids = [e.strip() for e in value.split(",") if e.strip()]
     if not ids:
         raise typer.BadParameter("give at least one environment id")
-    for e in ids:
-        try:
+    with usage_errors():
+        for e in ids:
             check_env(e)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
     return value
 
 
@@ -79,10 +79,8 @@ def _agents_cb(value: str | None) -> str | None:
 
     if value is None:  # not given: each family's usual agents
         return value
-    try:
+    with usage_errors():
         names = split_agent_specs(value)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     if not names:
         raise typer.BadParameter("give at least one agent name or spec, e.g. eig,planner:depth=2")
     return value
@@ -91,10 +89,8 @@ def _agents_cb(value: str | None) -> str | None:
 def _executor_cb(value: str) -> str:
     from causalplay.bench.executors import check_executor
 
-    try:
+    with usage_errors():
         check_executor(value)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     return value
 
 
@@ -136,10 +132,8 @@ def _folds_cb(value: str) -> str:
 def _compare_cb(value: str) -> str:
     from causalplay.agents import split_agent_specs
 
-    try:
+    with usage_errors():
         n = len(split_agent_specs(value))
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     if value.strip() and n != 2:
         raise typer.BadParameter(f"give two agents separated by a comma (or ''), got {value!r}")
     return value
@@ -212,7 +206,7 @@ def bench(
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
     fams = {e: family_of(e) for e in env_ids}
-    try:
+    with usage_errors("'--agents'", (ValueError, FileNotFoundError)):
         given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
         per_env = {e: given or split_agent_specs(DEFAULT_AGENTS[fam.name]) for e, fam in fams.items()}
         rows: dict[tuple, str] = {}
@@ -224,8 +218,6 @@ def bench(
                     raise ValueError(f"agents {rows[e, label]!r} and {a!r} would share the table row {label!r}; "
                                      "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
                 rows[e, label] = a
-    except (ValueError, FileNotFoundError) as err:
-        raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     try:
         check_executor(executor, workers or None, address or None)
     except ValueError as err:
@@ -233,13 +225,11 @@ def bench(
         raise typer.BadParameter(str(err), param_hint=hint or "'--executor'") from None
     from causalplay.envs.pixels import PIXEL_IDS
 
-    for e, fam in fams.items():  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
-        for a in per_env[e]:
-            if fam.name == "blicket":
-                try:
+    with usage_errors("'--agents'"):  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
+        for e, fam in fams.items():
+            for a in per_env[e]:
+                if fam.name == "blicket":
                     check_pairing(e, a, e in PIXEL_IDS)
-                except ValueError as err:
-                    raise typer.BadParameter(str(err), param_hint="'--agents'") from None
     if episodes is None:  # each family's default; one number for the run
         defaults = {getattr(f, "default_episodes", 1000) for f in fams.values()}
         if len(defaults) > 1:
@@ -282,13 +272,12 @@ def bench(
         _print_tables(tab, fam, console, f" (mean ± {ci}; {seeds} seed(s))")
     atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
     blicket = df[df["env"].map(lambda e: fams[e].name == "blicket")]
-    if "parse_failure_rate" in pd.DataFrame(results):  # language-model agents: unparsed answers, tokens
-        for r in results:
-            if r.get("parse_failure_rate") == r.get("parse_failure_rate") and "parse_failure_rate" in r:
-                console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
-                              f"{100 * r['parse_failure_rate']:.2f}% of answers; tokens per episode "
-                              f"{r['prompt_tokens_per_episode']:.0f} prompt + {r['completion_tokens_per_episode']:.0f}"
-                              " completion")
+    for r in results:  # language-model agents: unparsed answers, tokens
+        if "parse_failure_rate" in r and r["parse_failure_rate"] == r["parse_failure_rate"]:  # (not NaN)
+            console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
+                          f"{100 * r['parse_failure_rate']:.2f}% of answers; tokens per episode "
+                          f"{r['prompt_tokens_per_episode']:.0f} prompt + {r['completion_tokens_per_episode']:.0f}"
+                          " completion")
     if show_dialogue > 0:
         from causalplay.bench.dialogues import print_dialogues
 

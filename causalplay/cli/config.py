@@ -1,11 +1,14 @@
-"""Command lines of the analysis scripts, generated from their dataclass configs (tyro)."""
+"""Command-line helpers: the analysis scripts' command lines, generated from their dataclass configs (tyro), and
+the usage errors of the ``causalplay`` sub-commands."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
-__all__ = ["parse_config"]
+__all__ = ["parse_config", "usage_errors"]
 
 C = TypeVar("C")
 
@@ -36,3 +39,15 @@ def parse_config(cls: type[C], argv: list[str] | None = None, *, smoke: C | None
         argv.remove("--smoke")
         default = smoke
     return tyro.cli(cls, args=argv, default=default, description=description)
+
+
+@contextmanager
+def usage_errors(hint: str | None = None, errors: tuple[type[Exception], ...] = (ValueError,)) -> Iterator[None]:
+    """Turn ``errors`` raised inside into a usage error (exit 2) with their message, naming the option ``hint``
+    (default: in a typer callback, the option being parsed)."""
+    import typer
+
+    try:
+        yield
+    except errors as err:
+        raise typer.BadParameter(str(err), param_hint=hint) from None

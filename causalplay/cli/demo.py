@@ -45,14 +45,8 @@ def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
         b = infer(**kw)
         best = b.best_trial()
         eig = max(float(b.eig([list(best)])[0]), 0.0)  # rounding can leave -1e-17 when nothing is left to learn
-        results[name] = {
-            "history": kw["history"],
-            "blicket_prob": b.blicket_prob.tolist(),
-            "rule_prob": b.rule_prob,
-            "best_trial": list(best),
-            "eig_bits": eig,
-            "seconds": time.perf_counter() - t0,
-        }
+        results[name] = {"history": kw["history"], "blicket_prob": b.blicket_prob.tolist(), "rule_prob": b.rule_prob,
+                         "best_trial": list(best), "eig_bits": eig, "seconds": time.perf_counter() - t0}
         rules = kw.get("rules", "disjunctive or conjunctive (1/2 each)")
         console.print(f"\n[bold]{name}[/bold]: {evidence(kw['history'], kw['n_objects'])}   "
                       f"(prior: each object a blicket with p = {kw.get('blicket_prior', 1 / 3):.2f}; {rules})")

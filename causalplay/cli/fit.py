@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from .config import usage_errors
+
 __all__ = ["check_data_cmd", "fit_cmd"]
 
 _FOLDER = {"exists": True, "file_okay": False, "dir_okay": True, "resolve_path": True}
@@ -34,17 +36,13 @@ def _models(value: str) -> list[str]:
     from causalplay.core.specs import split_specs
     from causalplay.models.choice import get_model
 
-    try:
+    with usage_errors():
         names = split_specs(value, "--models")
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     if not names:
         raise typer.BadParameter("give at least one choice model, e.g. eig_sweep,random")
-    for m in names:
-        try:
+    with usage_errors():
+        for m in names:
             get_model(m)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from None
     if len(set(names)) < len(names):
         raise typer.BadParameter(f"a model is named twice in {value!r}")
     return names
@@ -87,15 +85,11 @@ def fit_cmd(
     except (DataValidationError, ValueError) as err:
         typer.echo(f"{err}\n(causalplay check-data {data} lists every problem)", err=True)
         raise typer.Exit(1) from None
-    held = None
-    if held_out > 0:
-        fit_data, held = d.split(held_out, seed=seed)
-        if len(held) < 2 or len(fit_data) < 2:
-            typer.echo(f"note: holding out {held_out:g} of {len(d)} participants leaves {len(held)} held out; a "
-                       "paired SE needs 2 or more: comparing by PSIS-LOO on all of them instead", err=True)
-            fit_data, held = d, None
-    else:
-        fit_data = d
+    fit_data, held = d.split(held_out, seed=seed) if held_out > 0 else (d, None)
+    if held is not None and (len(held) < 2 or len(fit_data) < 2):
+        typer.echo(f"note: holding out {held_out:g} of {len(d)} participants leaves {len(held)} held out; a "
+                   "paired SE needs 2 or more: comparing by PSIS-LOO on all of them instead", err=True)
+        fit_data, held = d, None
     (out / "fits").mkdir(parents=True, exist_ok=True)
     kw = ({"svi": SVIOptions(steps=steps)} if method == "svi" else
           {"nuts": NUTSOptions(**{k: v for k, v in (("chains", chains), ("draws", draws)) if v is not None})})

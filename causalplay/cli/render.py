@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import typer
 
+from .config import usage_errors
+
 
 def episode_frames(env_id: str, seed: int = 0, engine: str = "workbench") -> tuple[list[np.ndarray], list[dict], list]:
     """Run one episode of a pixel env with seeded random actions.
@@ -84,10 +86,8 @@ def render(
     cols: int = typer.Option(5, help="Frames per row."),
 ) -> None:
     """Write a contact sheet of one episode: every panel, labelled with its phase and whether it lit."""
-    try:
+    with usage_errors():
         frames, panels, objects = episode_frames(env, seed=seed, engine=engine)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
     sheet = contact_sheet(frames, panels, objects, title=f"{env}  seed={seed}  engine={engine}",
                           scale=scale, cols=cols)
     sheet.save(out)

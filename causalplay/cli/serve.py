@@ -6,6 +6,8 @@ import importlib.util
 
 import typer
 
+from .config import usage_errors
+
 __all__ = ["serve_cmd", "export_cmd"]
 
 _DEFAULT_DB = "sqlite:///causalplay-serve.db"
@@ -39,12 +41,10 @@ def serve_cmd(
 
     from causalplay.serve.app import ServeConfig, create_app
 
-    try:
+    with usage_errors():
         cfg = ServeConfig(db=db, task=task, seed=seed, admin_token=admin_token, completion_url=completion_url,
                           rate_per_s=rate, rate_burst=burst, study=study or None)
         app = create_app(cfg)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     typer.echo(f"causalplay serve: task {app.state.task.env_id}, {len(app.state.task.conditions)} conditions, "
                f"database {db}")
     if not cfg.study.contact:
@@ -67,8 +67,6 @@ def export_cmd(
     from causalplay.serve.store import export_trials
     from causalplay.serve.tasks import TASKS
 
-    try:
+    with usage_errors():
         n_p, n_t = export_trials(db, out, task=TASKS.get(task, task) or None, include_incomplete=include_incomplete)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
     typer.echo(f"wrote {n_p} participants and {n_t} test rows to {out}")

@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from .config import usage_errors
+
 __all__ = ["train_cmd"]
 
 
@@ -43,7 +45,9 @@ def train_cmd(
 
     if importlib.util.find_spec("stable_baselines3") is None:
         raise typer.BadParameter("causalplay train needs the rl extra: pip install 'causalplay[rl]'")
-    from causalplay.rl.train import TrainConfig, set_threads, train
+    import torch
+
+    from causalplay.rl.train import TrainConfig, train
 
     try:
         hp = json.loads(hyper)
@@ -51,17 +55,13 @@ def train_cmd(
         raise typer.BadParameter(f"--hyper {hyper!r} is not JSON: {err}") from None
     if not isinstance(hp, dict):
         raise typer.BadParameter(f"--hyper must be a JSON object, got {hyper!r}")
-    try:
+    with usage_errors():
         cfg = TrainConfig(agent=agent, out=out, env=env, steps=steps, seed=seed, envs=envs or None,
                           recurrent=recurrent, preset=preset or None, obs=obs, belief_input=belief_input,
                           belief_tracker=belief_tracker, eval_every=eval_every or None,
                           eval_episodes=eval_episodes or None, name=name or None, hyper=hp, device=device)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
-    set_threads(threads)
-    try:
+    torch.set_num_threads(threads)
+    with usage_errors(errors=(ValueError, FileExistsError)):
         path = train(cfg, progress=progress)
-    except (ValueError, FileExistsError) as err:
-        raise typer.BadParameter(str(err)) from None
     typer.echo(f"done: {cfg.name} in {path} (best.zip, progress.csv, learning_curve.png); "
                f"score it with: causalplay bench --agents rl:path={path}")

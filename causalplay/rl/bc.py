@@ -17,16 +17,16 @@ import numpy as np
 import torch
 from torch import nn
 
+from causalplay.agents.dag import ExpertAgent, GRUPolicy
+from causalplay.bench.play import play
+from causalplay.envs import make_batch
+
 __all__ = ["expert_trajectories", "train_bc"]
 
 
 def expert_trajectories(n_episodes: int, seed: int, env_id: str = "causalplay/CausalDAG-v1", linear: bool = False,
                         split: str = "train", **env_kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     """``n_episodes`` expert episodes: observations ``[E, T, d]`` (float32) and actions ``[E, T]`` (long)."""
-    from causalplay.agents.dag import ExpertAgent
-    from causalplay.bench.play import play
-    from causalplay.envs import make_batch
-
     class Recorder(ExpertAgent):  # the expert, writing down what it saw and did
         def act(self, obs, active):
             a = super().act(obs, active)
@@ -50,8 +50,6 @@ def train_bc(out: str | Path, n_episodes: int = 20000, epochs: int = 20, seed: i
     val_obs, val_act = expert_trajectories(2000, seed + 1, env_id, linear)
     E, T, d = obs.shape
     n_actions = 2 * (d // (6 if "Adaptive" in env_id else 5))
-    from causalplay.agents.dag import GRUPolicy
-
     pol = GRUPolicy(d, n_actions, hidden)
     opt = torch.optim.Adam(pol.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)

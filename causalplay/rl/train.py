@@ -30,10 +30,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import CSVOutputFormat, Logger
 from stable_baselines3.common.noise import VectorizedActionNoise
+from stable_baselines3.common.vec_env import VecNormalize
 
-from causalplay.agents.rl import Policy, RunInfo, load_model, read_run, sb3_class
+from causalplay.agents.rl import Policy, RLAgent, RunInfo, load_model, read_run, sb3_class
+from causalplay.agents.rl_features import HistoryLSTM
+from causalplay.bench.play import play
+from causalplay.bench.plots import _plt
+from causalplay.envs import ENV_IDS, SEQUENCE_IDS, make_batch
+from causalplay.envs.pixels import PIXEL_IDS
+
+from .envs import PixelRLVecEnv, make_train_env
 
 __all__ = ["ALGOS", "PRESETS", "TrainConfig", "train", "evaluate", "build_model", "read_config", "plot_curves",
            "TRAIN_SEED_BASE", "EVAL_SEED"]
@@ -56,9 +67,8 @@ _OFF_FAST = {"envs": 64, "net_arch": [256, 256, 256], "learning_rate": 3e-4, "ga
              "gradient_steps": 1, "learning_starts": 5_000}
 _TD3 = {"policy_noise": 0.2, "noise_clip": 0.5, "policy_delay": 2}
 _PPO_FAST = {"envs": 64, "net_arch": [256, 256], "activation": "tanh", "ortho_init": True, "learning_rate": 3e-4,
-             "adam_eps": 1e-5,
-             "gamma": 0.99, "n_steps": 64, "batch_size": 512, "n_epochs": 4, "ent_coef": 0.0, "vf_coef": 0.5,
-             "gae_lambda": 0.95, "clip_range": 0.2, "max_grad_norm": 0.5, "normalize_advantage": True,
+             "adam_eps": 1e-5, "gamma": 0.99, "n_steps": 64, "batch_size": 512, "n_epochs": 4, "ent_coef": 0.0,
+             "vf_coef": 0.5, "gae_lambda": 0.95, "clip_range": 0.2, "max_grad_norm": 0.5, "normalize_advantage": True,
              "normalize_reward": False, "log_std_init": -1.0}
 _RPPO = {**_PPO_FAST, "n_steps": 40, "batch_size": 640, "lstm": 128}
 
@@ -145,9 +155,6 @@ class TrainConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        from causalplay.envs import ENV_IDS, SEQUENCE_IDS
-        from causalplay.envs.pixels import PIXEL_IDS
-
         if self.agent not in ALGOS:
             raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
         symbolic = [e for e in ENV_IDS if "Nexiom" not in e]
@@ -175,12 +182,10 @@ class TrainConfig:
         every, episodes = EVAL[self.preset]
         self.eval_every = every if self.eval_every is None else self.eval_every
         self.eval_episodes = episodes if self.eval_episodes is None else self.eval_episodes
-        for key in ("steps", "eval_every", "eval_episodes"):
+        for key in ("steps", "eval_every", "eval_episodes", "envs"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if (v is not None or key != "envs") and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"{key} must be a positive integer, got {v!r}")
-        if self.envs is not None and (isinstance(self.envs, bool) or not isinstance(self.envs, int) or self.envs < 1):
-            raise ValueError(f"envs must be a positive integer, got {self.envs!r}")
         unknown = set(self.hyper) - set(PRESETS[self.preset][self.agent])
         if unknown:
             raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)} for {self.agent}; known: "
@@ -206,8 +211,6 @@ class TrainConfig:
     @property
     def pixels(self) -> bool:
         """Whether ``env`` is a pixel id (rendered panels)."""
-        from causalplay.envs.pixels import PIXEL_IDS
-
         return self.env in PIXEL_IDS
 
     @property
@@ -225,8 +228,6 @@ def read_config(path: str | Path) -> TrainConfig:
 # -- models --------------------------------------------------------------------------------------------------
 def build_model(cfg: TrainConfig, env):
     """A fresh SB3 model for ``cfg`` on ``env`` (an :class:`~causalplay.rl.envs.RLVecEnv`, maybe wrapped)."""
-    from causalplay.agents.rl_features import HistoryLSTM
-
     hp = cfg.hp
     common = {"seed": cfg.seed, "device": cfg.device, "verbose": 0, "gamma": hp["gamma"],
               "learning_rate": hp["learning_rate"], "batch_size": hp["batch_size"]}
@@ -280,10 +281,6 @@ def evaluate(policy: Policy, env_id: str, n_episodes: int, seed=(EVAL_SEED, 0)) 
     :func:`causalplay.bench.sequences.run_sequences`) and the means are per *machine* (Acc = machines solved,
     R = a machine's return), so the numbers read like the single-machine ones.
     """
-    from causalplay.agents.rl import RLAgent
-    from causalplay.bench.play import play
-    from causalplay.envs import SEQUENCE_IDS, make_batch
-
     agent = RLAgent(policy=policy)
     if env_id in SEQUENCE_IDS:
         from causalplay.envs.overhypothesis import OVERHYPOTHESIS, OverhypothesisBatch
@@ -321,8 +318,6 @@ def _check_resume(cfg: TrainConfig, out: Path) -> dict | None:
 
 def _csv_logger(out: Path, resume: bool):
     """SB3's logger writing ``progress.csv``; a resumed run keeps the rows already there."""
-    from stable_baselines3.common.logger import CSVOutputFormat, Logger
-
     path = out / "progress.csv"
     old = path.read_text() if resume and path.exists() else ",".join(PROGRESS_COLUMNS) + "\n"
     fmt = CSVOutputFormat(str(path))  # opens the file for writing: put the header (and old rows) back; SB3's
@@ -333,8 +328,6 @@ def _csv_logger(out: Path, resume: bool):
 
 
 def _make_callback(cfg: TrainConfig, out: Path, state: dict):
-    from stable_baselines3.common.callbacks import BaseCallback
-
     class Checkpoints(BaseCallback):
         """Every ``eval_every`` env steps (at the first rollout that starts past it) and at the end: evaluate on
         held-out episodes, log a row of ``progress.csv`` through SB3's logger, keep ``best.zip`` (best eval
@@ -370,7 +363,7 @@ def _make_callback(cfg: TrainConfig, out: Path, state: dict):
             best = ev["episode_reward"] > self.state["best_eval_reward"]
             if best:
                 self.state["best_eval_reward"] = ev["episode_reward"]
-                self._save(lambda p: m.save(p), "best.zip")
+                self._save(m.save, "best.zip")
             self.state["wall_s"] += time.perf_counter() - self.t0
             self.t0 = time.perf_counter()
             self.state["num_timesteps"] = int(m.num_timesteps)
@@ -382,11 +375,11 @@ def _make_callback(cfg: TrainConfig, out: Path, state: dict):
             for k, v in row.items():
                 lg.record(k, v)
             lg.dump(m.num_timesteps)
-            self._save(lambda p: m.save(p), "last.zip")
+            self._save(m.save, "last.zip")
             if hasattr(m, "replay_buffer"):
-                self._save(lambda p: m.save_replay_buffer(p), "last_buffer.pkl")
+                self._save(m.save_replay_buffer, "last_buffer.pkl")
             if m.get_vec_normalize_env() is not None:
-                self._save(lambda p: m.get_vec_normalize_env().save(p), "last_vecnormalize.pkl")
+                self._save(m.get_vec_normalize_env().save, "last_vecnormalize.pkl")
             self._save(lambda p: Path(p).write_text(json.dumps(self.state)), "state.json")
             plot_curves({cfg.name: out}, out / "learning_curve.png")
             print(f"{cfg.name} {m.num_timesteps:>10,} steps  {rate:7.0f} steps/s  eval Acc "  # one line per row
@@ -404,10 +397,6 @@ def _make_callback(cfg: TrainConfig, out: Path, state: dict):
 
 def train(cfg: TrainConfig, progress: bool = True) -> Path:
     """Train (or resume) the run described by ``cfg``; returns its output folder. See the module docstring."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from .envs import PixelRLVecEnv, make_train_env
-
     out = Path(cfg.out)
     saved = _check_resume(cfg, out)
     out.mkdir(parents=True, exist_ok=True)
@@ -417,8 +406,6 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
     # resumed rows are reseeded at the resume step, so they do not replay the episodes already trained on
     row_seed = TRAIN_SEED_BASE + 10_000 * cfg.seed + state["num_timesteps"]
     if cfg.pixels:
-        from causalplay.envs import make_batch
-
         # one generator for all rows (a pixel batch has no per-row seeding), still far from every bench seed
         env = PixelRLVecEnv(make_batch(cfg.env, hp["envs"], seed=[row_seed, 1]))
     else:
@@ -445,12 +432,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
 def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     """Held-out eval episode Acc and R against env steps (log scale) of training folders, in one figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
+    plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for label, d in runs.items():
         f = Path(d) / "progress.csv"
@@ -466,8 +448,3 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
-
-
-def set_threads(n: int = 1) -> None:
-    """Torch intra-op threads for training (1 on a shared machine)."""
-    torch.set_num_threads(n)
