@@ -9,7 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from causalplay.agents import make_agent
 from causalplay.core.metrics import assign_split, auccess, auccess_weights, mean_ci
+from causalplay.envs import ENV_IDS, make_batch
+from causalplay.envs.pixels import PIXEL_IDS
 
 from .family import Family, build_agent
 from .play import play
@@ -26,8 +29,6 @@ _PER_EPISODE = {"context_acc": "context_solved", "context_reward": "context_rewa
 @lru_cache(maxsize=64)
 def horizon(env_id: str) -> tuple[int, int]:
     """``(n_context, horizon)`` of a Blicket id."""
-    from causalplay.envs import make_batch
-
     b = make_batch(env_id, 1, seed=0)
     return b.n_context, b.horizon
 
@@ -37,8 +38,6 @@ def check_pairing(env_id: str, agent_name: str, pixels: bool, agent=None) -> Non
 
     ``agent`` is the built agent, or None to build ``agent_name`` once (the CLI checks before any work starts)."""
     if agent is None:
-        from causalplay.agents import make_agent
-
         agent = make_agent(agent_name, seed=0)
     if pixels != bool(getattr(agent, "reads_pixels", False)):
         raise ValueError(f"agent {agent_name!r} cannot play {env_id}: " + (
@@ -56,21 +55,14 @@ class BlicketFamily(Family):
                "episode_reward": "episode R", "auccess": "AUCCESS %"}
 
     def owns(self, env_id: str) -> bool:
-        from causalplay.envs import ENV_IDS
-        from causalplay.envs.pixels import PIXEL_IDS
-
         return (env_id in ENV_IDS and env_id != "causalplay/Nexiom-v0") or env_id in PIXEL_IDS
 
     def check_env(self, env_id: str, env_kwargs: dict | None = None) -> None:
-        from causalplay.envs import make_batch
-
         b = make_batch(env_id, 1, seed=0, **(env_kwargs or {}))
         if b.n_context == 0 or not hasattr(b, "config"):
             raise ValueError(f"{env_id} has no context/trial structure the Blicket scorer reads")
 
     def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
-        from causalplay.envs import make_batch
-
         t0 = time.perf_counter()
         ag = build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs)
         # an agent may ask for another observation mode (e.g. the RL agents' "history")

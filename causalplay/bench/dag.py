@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from causalplay.envs import DAG_ENV_IDS, make_batch
+
 from .family import Family, build_agent, ci_columns
 from .play import play
 
@@ -52,16 +54,12 @@ class DAGFamily(Family):
                "match_optimal": "match %"}
 
     def owns(self, env_id: str) -> bool:
-        from causalplay.envs import DAG_ENV_IDS
-
         return env_id in DAG_ENV_IDS
 
     def variants(self, env_id: str) -> list:
         return [(("linear", lin), ("split", split)) for lin in (False, True) for split in ("train", "test")]
 
     def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
-        from causalplay.envs import make_batch
-
         t0 = time.perf_counter()
         kw = {"split": "train", "linear": False, **(env_kwargs or {})}
         torch.manual_seed(seed)  # no agent draws from torch's global generator; pinned in case one does
@@ -70,10 +68,9 @@ class DAGFamily(Family):
         nontrivial = (env.goal_values.max(1).values - env.goal_values.min(1).values) > 1e-9
         return pd.DataFrame({
             "env": env_id, "agent": agent, "seed": seed, "episode": np.arange(start, start + n), "split": kw["split"],
-            "linear": kw["linear"], "pct_optimal": sc["pct_optimal"], "match": sc["match"], "reward": sc["reward"],
-            "expected_reward": sc["expected_reward"], "optimal_reward": sc["optimal_reward"],
-            "nontrivial": nontrivial.numpy(), "action": env.actions[:, -1].numpy(),
-            "optimal_action": env.optimal_action.numpy(), "seconds": (time.perf_counter() - t0) / n})
+            "linear": kw["linear"], **{c: sc[c] for c in _COLUMNS[:5]}, "nontrivial": nontrivial.numpy(),
+            "action": env.actions[:, -1].numpy(), "optimal_action": env.optimal_action.numpy(),
+            "seconds": (time.perf_counter() - t0) / n})
 
     def summarise(self, df: pd.DataFrame, level: float = 0.95) -> list[dict]:
         """One row per (env, agent, split, linear): means and CI half-widths over episodes."""

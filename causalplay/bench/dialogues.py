@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .shards import Shard
+
 __all__ = ["load_dialogues", "print_dialogues"]
 
 
@@ -15,8 +17,6 @@ def load_dialogues(out: str | Path, env: str, agent: str, seed: int = 0, n: int 
 
     Returns a list of ``{"episode": int, "messages": [...]}`` in episode order (empty when the agent wrote none).
     """
-    from .runner import Shard
-
     found: list[dict] = []
     for path in sorted(Path(out, "shards").glob("*.dialogues.jsonl")):
         # Shard files are named from (env, agent, seed, index, start, size): match the prefix of this triple.

@@ -17,6 +17,7 @@ The functions they run must be importable on every worker (``causalplay`` instal
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -36,12 +37,9 @@ __all__ = ["EXECUTORS", "EXTRAS", "SerialExecutor", "ProcessExecutor", "RayExecu
 
 def _one_thread() -> None:
     """One torch thread: each worker has one CPU, so intra-op threads would oversubscribe."""
-    try:
-        import torch
+    import torch
 
-        torch.set_num_threads(1)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
+    torch.set_num_threads(1)
 
 
 def _private_tqdm_lock() -> None:
@@ -55,10 +53,8 @@ def _private_tqdm_lock() -> None:
     by the driver's tqdm monitor thread. Nobody sees a worker's bars, so each worker gets private locks: no lock
     the driver takes can ever be held by a process it kills.
     """
-    try:
-        from tqdm import std
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return
+    from tqdm import std
+
     std.TqdmDefaultWriteLock.mp_lock = None  # tqdm's own fallback where multiprocessing locks are unavailable
     std.TqdmDefaultWriteLock.th_lock = std.TRLock()
     classes = [std.tqdm]
@@ -215,10 +211,8 @@ class RayExecutor(Executor):
     def abort(self) -> None:
         """Force-cancel every task not finished yet, then :meth:`shutdown`."""
         for ref in list(self._refs.values()):
-            try:
+            with contextlib.suppress(Exception):  # finished meanwhile, or the cluster is gone
                 self._ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - finished meanwhile, or the cluster is gone
-                pass
         self.shutdown(wait=False)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -235,9 +229,8 @@ class RayExecutor(Executor):
 
 def _ray_token_without_home() -> None:
     """Give a new local Ray cluster a token through the environment unless one is configured already."""
-    if os.environ.get("RAY_AUTH_MODE") or os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
-        return
-    if (Path.home() / ".ray" / "auth_token").exists():
+    configured = any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"))
+    if configured or (Path.home() / ".ray" / "auth_token").exists():
         return
     import secrets
 

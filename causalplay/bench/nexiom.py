@@ -13,6 +13,9 @@ from importlib import resources
 
 import pandas as pd
 
+from causalplay.agents.bayesian import NexiomEIGAgent
+from causalplay.envs import make_batch
+
 from .family import Family, build_agent, ci_columns
 from .play import play
 
@@ -33,8 +36,6 @@ class NexiomFamily(Family):
         return env_id == "causalplay/Nexiom-v0"
 
     def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
-        from causalplay.envs import make_batch
-
         t0 = time.perf_counter()
         rec = play(make_batch(env_id, n, seed=[seed, shard], **(env_kwargs or {})),
                    build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs))
@@ -45,8 +46,7 @@ class NexiomFamily(Family):
         rows = []
         for (env, agent, rule), g in df.groupby(["env", "agent", "rule"], sort=False):
             rec = {"env": env, "agent": agent, "rule": rule, "episodes": len(g), "seeds": int(g["seed"].nunique())}
-            rows.append(ci_columns(rec, g, {"blickets_correct": "blickets_correct", "rule_correct": "rule_correct",
-                                            "n_tests": "n_tests"},
+            rows.append(ci_columns(rec, g, {c: c for c in self.display},
                                    scale={"blickets_correct": 100.0, "rule_correct": 100.0}))
         return rows
 
@@ -54,9 +54,6 @@ class NexiomFamily(Family):
 def run_nexiom(episodes: int = 1000, seed: int = 0, budget: int = 16, min_eig: float = 1e-9) -> pd.DataFrame:
     """Play Nexiom with the exact EIG learner (episodes from ``default_rng(seed)``); one row per episode:
     ``rule, blickets_correct, rule_correct, n_tests``."""
-    from causalplay.agents.bayesian import NexiomEIGAgent
-    from causalplay.envs import make_batch
-
     rec = play(make_batch("causalplay/Nexiom-v0", episodes, seed=seed, budget=budget),
                NexiomEIGAgent(seed, min_eig=min_eig))
     return pd.DataFrame({k: rec[k] for k in _SCORES})
@@ -72,8 +69,6 @@ def human_nexiom() -> pd.DataFrame:
 def compare_nexiom(episodes: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Mean ``blickets_correct``, ``rule_correct`` and ``n_tests`` per rule for people and the EIG learner."""
     cols = ["blickets_correct", "rule_correct", "n_tests"]
-    people = human_nexiom().groupby("rule")[cols].mean().assign(who="people", n=human_nexiom().groupby("rule")
-                                                                  .size())
-    agent = run_nexiom(episodes, seed)
-    eig = agent.groupby("rule")[cols].mean().assign(who="eig", n=agent.groupby("rule").size())
-    return pd.concat([people, eig]).reset_index()
+    scored = {"people": human_nexiom(), "eig": run_nexiom(episodes, seed)}
+    return pd.concat([df.groupby("rule")[cols].mean().assign(who=who, n=df.groupby("rule").size())
+                      for who, df in scored.items()]).reset_index()

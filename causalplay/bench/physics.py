@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from causalplay.core.metrics import auccess, stable_unit, success_curve
+from causalplay.envs import PHYSICS_IDS
 from causalplay.envs.physics import BUDGET, PhysicsBatch
 from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, folds, get_task, task_keys
 
@@ -56,8 +57,6 @@ class PhysicsFamily(Family):
     display = {"auccess": "AUCCESS %", "success10": "success@10 %"}
 
     def owns(self, env_id: str) -> bool:
-        from causalplay.envs import PHYSICS_IDS
-
         return env_id in PHYSICS_IDS
 
     def variants(self, env_id: str) -> list:

@@ -17,9 +17,12 @@ from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from pathlib import Path
 
 import pandas as pd
+from tqdm.auto import tqdm
 
+from causalplay.agents import agent_label
 from causalplay.core._futures import POLL_SECONDS
 from causalplay.core._version import __version__
+from causalplay.envs import DAG_ENV_IDS, ENV_IDS, PHYSICS_IDS, SEQUENCE_IDS
 
 from .blicket import EPISODE_COLUMNS, BlicketFamily, check_pairing
 from .dag import DAGFamily
@@ -43,8 +46,6 @@ def family_of(env_id: str) -> Family:
     for fam in FAMILIES:
         if fam.owns(env_id):
             return fam
-    from causalplay.envs import DAG_ENV_IDS, ENV_IDS, PHYSICS_IDS, SEQUENCE_IDS
-
     raise ValueError(f"unknown environment id {env_id!r}; expected one of "
                      f"{ENV_IDS + SEQUENCE_IDS + DAG_ENV_IDS + PHYSICS_IDS} or a pixel id")
 
@@ -117,8 +118,6 @@ def _unique(name: str, values: Sequence) -> list:
 
 
 def _stderr(msg: str) -> None:
-    from tqdm.auto import tqdm
-
     tqdm.write(msg, file=sys.stderr)
 
 
@@ -182,8 +181,6 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
     Shards already on disk are reused only if their manifest matches and their hash verifies, so an interrupted
     run resumes where it stopped and a damaged shard is recomputed (the reason goes to ``log``).
     """
-    from tqdm.auto import tqdm
-
     log = log or _stderr
     envs, seeds = _unique("envs", envs), _unique("seeds", seeds)
     per_env = {e: _unique("agents", agents[e] if isinstance(agents, dict) else agents) for e in envs}
@@ -265,8 +262,6 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
         df = pd.concat([read_shard(folder, s, env_kwargs, __version__) for s in shards], ignore_index=True)
         # Shards keep the spec (their manifests are checked against it); the table names rows by agent_label
         # (an rl:path=DIR row is named after the trained run).
-        from causalplay.agents import agent_label
-
         labels = {(e, a): agent_label(a, family_of(e).name) for e in envs for a in per_env[e]}
         df["agent"] = [labels[e, a] for e, a in zip(df["env"], df["agent"], strict=True)]
         atomic_write(out / "episodes.csv", df.to_csv(index=False).encode())

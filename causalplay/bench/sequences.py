@@ -17,6 +17,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from causalplay.agents import Agent, make_agent
+from causalplay.envs import SEQUENCE_IDS
+
 from .family import Family, build_agent
 from .play import play
 
@@ -54,8 +57,6 @@ class SequenceFamily(Family):
     display = {"trials_to_solve": "trials to solve", "solved": "solved %", "episode_reward": "episode R"}
 
     def owns(self, env_id: str) -> bool:
-        from causalplay.envs import SEQUENCE_IDS
-
         return env_id in SEQUENCE_IDS
 
     def variants(self, env_id: str) -> list:
@@ -79,12 +80,10 @@ class SequenceFamily(Family):
 
     def table(self, rows: list[dict], level: float = 0.95) -> pd.DataFrame:
         df = pd.DataFrame(rows)
-        for col in ("trials_to_solve", "solved", "episode_reward"):
+        for col in self.display:
             scale = 100.0 if col == "solved" else 1.0
             df[col], df[col + "_ci"] = df[col] * scale, (df[col + "_hi"] - df[col + "_lo"]) / 2 * scale
-        return df[["env", "rule_per", "agent", "machine", "n", *(c for col in ("trials_to_solve", "solved",
-                                                                             "episode_reward")
-                                                                 for c in (col, col + "_ci"))]]
+        return df[["env", "rule_per", "agent", "machine", "n", *(c for k in self.display for c in (k, k + "_ci"))]]
 
 
 def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "sequence", n_episodes: int = 5,
@@ -116,8 +115,6 @@ def run_sequences(agent, n_sequences: int, seed: int = 0, *, rule_per: str = "se
     pandas.DataFrame
         ``n_sequences * n_episodes`` rows with :data:`SEQUENCE_COLUMNS`; ``seconds`` is wall time per sequence.
     """
-    from causalplay.agents import Agent, make_agent
-
     if isinstance(n_sequences, bool) or not isinstance(n_sequences, (int, np.integer)) or n_sequences < 1:
         raise ValueError(f"n_sequences must be a positive integer, got {n_sequences!r}")
     if isinstance(agent, str):
