@@ -145,12 +145,11 @@ class TrialData:
         if not 0.0 < test_fraction < 1.0:
             raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
         rng = np.random.default_rng(seed)
-        held = []
+        held = set()
         for _, g in self.participants.groupby("rule", sort=True):
             ids = g["participant"].to_numpy()
             k = int(round(test_fraction * len(ids)))
-            held.extend(rng.choice(ids, size=k, replace=False).tolist())
-        held = set(held)
+            held.update(rng.choice(ids, size=k, replace=False).tolist())
         return self.subset([i for i in self.ids if i not in held]), self.subset([i for i in self.ids if i in held])
 
     def folds(self, k: int = 4, seed: int = 0) -> list[tuple[TrialData, TrialData]]:
@@ -162,12 +161,9 @@ class TrialData:
         if not 2 <= k <= len(self):
             raise ValueError(f"k must be between 2 and the number of participants ({len(self)}), got {k!r}")
         rng = np.random.default_rng(seed)
-        fold_of: dict = {}
-        nxt = 0
-        for _, g in self.participants.groupby("rule", sort=True):
-            for pid in rng.permutation(g["participant"].to_numpy()).tolist():
-                fold_of[pid] = nxt
-                nxt = (nxt + 1) % k
+        dealt = [pid for _, g in self.participants.groupby("rule", sort=True)
+                 for pid in rng.permutation(g["participant"].to_numpy()).tolist()]
+        fold_of = {pid: j % k for j, pid in enumerate(dealt)}
         return [(self.subset([i for i in self.ids if fold_of[i] != f]),
                  self.subset([i for i in self.ids if fold_of[i] == f])) for f in range(k)]
 
