@@ -107,8 +107,7 @@ class MemoryAgent(Agent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        N = task.n_objects
-        self.panels = torch.zeros(self.B, 0, N, dtype=torch.bool)
+        self.panels = torch.zeros(self.B, 0, task.n_objects, dtype=torch.bool)
         self.lits = torch.zeros(self.B, 0, dtype=torch.bool)
 
     def remember(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -40,6 +40,8 @@ class EIGAgent(MemoryAgent):
         super().reset(task, obs)
         self.post = task_beliefs(task, self.B)
         self.cand = torch.as_tensor(all_trials(task.n_objects)).to(self.post.space.dtype)
+        D = self.cand.shape[0]  # EIG ties: more objects first, then the lower code
+        self._tie_key = self.cand.sum(-1).long() * D + (D - 1 - torch.arange(D))
         self.last_code = None
 
     def _belief_step(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
@@ -55,11 +57,15 @@ class EIGAgent(MemoryAgent):
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         code = self._belief_step(obs, active)
-        guess = self.post.code_to_set(code)
-        belief = map_side_belief(self.belief_target(obs, active), guess)
+        return self._action(code, self.belief_target(obs, active), active & self.trial_runs())
+
+    def _action(self, code: torch.Tensor, marginals: torch.Tensor, runs: torch.Tensor) -> torch.Tensor:
+        """``[trial, belief]``: beliefs close to ``marginals`` on the side of the guessed set ``code``, and the
+        chosen trial in the rows where it ``runs`` (empty elsewhere)."""
+        belief = map_side_belief(marginals, self.post.code_to_set(code))
         trial = torch.zeros(self.B, self.task.n_objects, dtype=torch.float64)
-        if self.trial_runs() and bool(active.any()):
-            trial[active] = self.choose(active, code).to(trial.dtype)
+        if bool(runs.any()):
+            trial[runs] = self.choose(runs, code).to(trial.dtype)
         return torch.cat([trial, belief], 1)
 
     def belief_target(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
@@ -74,9 +80,6 @@ class EIGAgent(MemoryAgent):
     def choose(self, active: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         eig = eig_bits(self.post.space, self.post.log_w[active], self.cand, self.target)
         tied = eig >= eig.max(-1, keepdim=True).values - self.TIE_BITS
-        if getattr(self, "_tie_key", None) is None or self._tie_key.shape[0] != self.cand.shape[0]:
-            D = self.cand.shape[0]  # more objects first, then the lower code
-            self._tie_key = self.cand.sum(-1).long() * D + (D - 1 - torch.arange(D))
         return self.cand[torch.where(tied, self._tie_key, -1).argmax(-1)]
 
 
@@ -285,19 +288,18 @@ class NexiomEIGAgent(Agent):
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
-        lay = task.obs_layout
         self.post = task_beliefs(task, self.B, dtype=torch.float64)
-        self.post.condition_count_(lay.get(obs, "count")[:, 0].round().long())
+        self.post.condition_count_(self.parse(obs)[2])
         self.post.normalise_()  # the count mask only masks
         self.cand = torch.as_tensor(all_trials(task.n_objects)).double()
         self.ran = torch.zeros(self.B, dtype=torch.bool)
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        lay, budget = self.task.obs_layout, self.task.horizon - 1
-        self.post.observe_(lay.get(obs, "on") > 0.5, lay.get(obs, "lit")[:, 0] > 0.5, self.ran)
-        eig = eig_bits(self.post.space, self.post.log_w, self.cand, "joint")
-        best = eig.max(-1)
-        stop = (best.values <= self.min_eig) | ((lay.get(obs, "tests")[:, 0]).round().long() >= budget)
+        on, lit, _ = self.parse(obs)
+        self.post.observe_(on, lit, self.ran)
+        best = eig_bits(self.post.space, self.post.log_w, self.cand, "joint").max(-1)
+        tests = self.task.obs_layout.get(obs, "tests")[:, 0].round().long()
+        stop = (best.values <= self.min_eig) | (tests >= self.task.horizon - 1)
         guess = self.post.code_to_set(self.post.map_code()).double()
         sp = self.post.space
         p_conj = self.post.log_w.exp().reshape(-1, sp.n_rules, sp.n_sets).sum(-1)[:, 1]

@@ -89,9 +89,13 @@ class _SearchAgent(MemoryAgent):
         super().reset(task, obs)
         self.post = task_beliefs(task, self.B, dtype=torch.float64)  # its marginals are the belief: exact 0.5s matter
 
-    def belief(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    def observe(self, obs: torch.Tensor, active: torch.Tensor) -> None:
+        """Remember the panel just shown and update the posterior with it."""
         on, lit, _ = self.remember(obs)
         self.post.observe_(on, lit, active)
+
+    def belief(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        self.observe(obs, active)
         # Fractions of consistent sets; rounding to 1e-9 keeps an exact 1/2 at 1/2 (not solved either way).
         return torch.round(self.post.marginals() * 1e9) / 1e9
 

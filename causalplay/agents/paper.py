@@ -28,7 +28,8 @@ import torch
 from causalplay.core.beliefs import BatchBeliefs
 from causalplay.core.rules import Rule
 
-from .base import MemoryAgent, TaskInfo, task_beliefs
+from .base import MemoryAgent, TaskInfo
+from .heuristics import _SearchAgent
 
 __all__ = ["PaperRandomAgent", "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent",
            "PaperSearchNaiveAgent", "PaperNotearsAgent", "as_public_belief", "search_frequency",
@@ -121,6 +122,11 @@ def _bernoulli_trials(B: int, N: int, gen: torch.Generator) -> torch.Tensor:
     return (torch.rand(B, N, generator=gen, dtype=torch.float64) < 0.5).double()
 
 
+def _in_order_trials(B: int, N: int, t: int) -> torch.Tensor:
+    """The public code's single objects in index order: object ``(t - 2) mod N`` at action ``t``."""
+    return torch.nn.functional.one_hot(torch.full((B,), (t - 2) % N), N).double()
+
+
 class PaperRandomAgent(MemoryAgent):
     """**Random** (paper). Knows nothing.
 
@@ -188,11 +194,7 @@ class PaperBayesAgent(MemoryAgent):
             use[:, -1] = False
         p = bernoulli_nb_single_object(self.panels, self.lits, use)
         belief = first_of_top_values(p, count).double() if self.belief_mode == "top-count" else as_public_belief(p)
-        if self.trials == "random":
-            trial = _bernoulli_trials(self.B, N, self.gen)
-        else:
-            trial = torch.zeros(self.B, N, dtype=torch.float64)
-            trial[:, (t - 2) % N] = 1.0
+        trial = _bernoulli_trials(self.B, N, self.gen) if self.trials == "random" else _in_order_trials(self.B, N, t)
         return torch.cat([trial, belief], 1)
 
 
@@ -241,20 +243,15 @@ class PaperNaiveAgent(MemoryAgent):
         return torch.cat([trial, b], 1)
 
 
-class _PaperSearchAgent(MemoryAgent):
+class _PaperSearchAgent(_SearchAgent):
     def __init__(self, seed: int = 0, eps: float = EPS):
         super().__init__(seed)
         if not 0.0 <= eps < 1e-3:
             raise ValueError(f"eps must be in [0, 1e-3), got {eps!r}")
         self.eps = float(eps)
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
-        super().reset(task, obs)
-        self.post = task_beliefs(task, self.B, dtype=torch.float64)
-
     def frequency(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        on, lit, _ = self.remember(obs)
-        self.post.observe_(on, lit, active)
+        self.observe(obs, active)
         return search_frequency(self.post, self.task.rules, self.eps)
 
 
@@ -403,7 +400,4 @@ class PaperNotearsAgent(MemoryAgent):
         panels, lits = self.panels.numpy(), self.lits.numpy()
         for b in torch.nonzero(active).flatten().tolist():
             self.belief[b] = torch.as_tensor(self.belief_one(panels[b], lits[b]))
-        N = self.task.n_objects
-        trial = torch.zeros(self.B, N, dtype=torch.float64)
-        trial[:, (self.t - 2) % N] = 1.0
-        return torch.cat([trial, self.belief.clone()], 1)
+        return torch.cat([_in_order_trials(self.B, self.task.n_objects, self.t), self.belief.clone()], 1)

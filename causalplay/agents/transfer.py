@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .base import TaskInfo, map_side_belief
+from .base import TaskInfo
 from .bayesian import EIGAgent
 
 __all__ = ["TransferEIGAgent"]
@@ -104,32 +104,20 @@ class TransferEIGAgent(EIGAgent):
         on, lit, count = self.parse(obs)
         lay, T = self.task.obs_layout, self.task.horizon
         self.t += 1
-        first_panel = (lay.get(obs, "step")[:, 0] * 1.0).round().long() == 1
-        new_machine = active & (first_panel | (self.tt == 0))
-        if self.has_episode:
-            new_sequence = new_machine & (lay.get(obs, "episode")[:, 0].round().long() == 1)
-        else:
-            new_sequence = new_machine
+        new_machine = active & ((lay.get(obs, "step")[:, 0].round().long() == 1) | (self.tt == 0))
+        new_sequence = (new_machine & (lay.get(obs, "episode")[:, 0].round().long() == 1) if self.has_episode
+                        else new_machine)
         ended = torch.nonzero(new_machine & ~new_sequence & (self.tt > 0)).flatten()
         if len(ended):
             self._end_machine(ended)
-        fresh = torch.nonzero(new_sequence).flatten()
-        if len(fresh):
-            self.n_seen[fresh] = 0
+        self.n_seen[new_sequence] = 0
         starting = torch.nonzero(new_machine).flatten()
         if len(starting):
             self._start_machine(starting, count)
-        going = active & ~new_machine
         if self.use_not_ended:
-            self.post.exclude_(self.code, going)
+            self.post.exclude_(self.code, active & ~new_machine)
         self.post.observe_(on, lit, active)
         code = self.post.map_code()
         self.code = torch.where(active, code, self.code)
         self.tt = self.tt + active.long()
-        guess = self.post.code_to_set(code)
-        belief = map_side_belief(self.post.marginals(), guess)
-        trial = torch.zeros(self.B, self.task.n_objects, dtype=torch.float64)
-        runs = active & (self.tt >= self.task.n_context) & (self.tt < T)
-        if bool(runs.any()):
-            trial[runs] = self.choose(runs, code).to(trial.dtype)
-        return torch.cat([trial, belief], 1)
+        return self._action(code, self.post.marginals(), active & (self.tt >= self.task.n_context) & (self.tt < T))
