@@ -131,13 +131,10 @@ class ChatClient:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
         if not isinstance(api_key_env, str) or not api_key_env:
             raise ValueError(f"api_key_env must name an environment variable, got {api_key_env!r}")
-        self.model, self.base_url = model, base_url.rstrip("/")
-        self.api_key_env = api_key_env
+        self.model, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
         self.timeout, self.max_retries, self.backoff, self.max_backoff = timeout, max_retries, backoff, max_backoff
-        self.concurrency = concurrency
-        self.cache = ResponseCache(cache) if cache is not None else None
-        self._http = None
-        self._lock = threading.Lock()
+        self.concurrency, self.cache = concurrency, ResponseCache(cache) if cache is not None else None
+        self._http, self._lock = None, threading.Lock()
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
 
     def __repr__(self) -> str:  # no key here, ever

@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .template import _WORDS as _NUMBER_WORDS
+
 __all__ = ["ParsedAnswer", "parse_objects"]
 
-_WORD_NUM = {w: i for i, w in enumerate(
-    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
+_WORD_NUM = {w: i for i, w in enumerate(_NUMBER_WORDS)}
 _WORDS = "|".join(sorted(_WORD_NUM, key=len, reverse=True))
 _NUM = rf"(?:\d+|{_WORDS})"
 _RANGE = re.compile(rf"\b({_NUM})\s*(?:-|–|—|\bto\b|\bthrough\b)\s*({_NUM})\b", re.I)

@@ -28,7 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 
-from .template import IVRE_COUNT, number_word, render_set
+from .parse import _WORD_NUM
+from .template import IVRE_COUNT, render_set
 
 __all__ = ["StubServer", "StubReply", "EIGScript", "garbage_model", "Flaky", "approx_tokens", "GARBAGE_ANSWERS",
            "GARBAGE_FAILS"]
@@ -145,11 +146,12 @@ class StubServer:
 
 
 # -- scripted models -----------------------------------------------------------------------------------------
-def _digest(obj) -> int:
-    return int(hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12], 16)
+def _digest(messages: list[dict]) -> int:
+    """A stable hash of a dialogue (its messages' roles and contents)."""
+    blob = json.dumps([(m["role"], m["content"]) for m in messages], sort_keys=True)
+    return int(hashlib.sha256(blob.encode()).hexdigest()[:12], 16)
 
 
-_WORD_NUM = {number_word(i): i for i in range(21)}
 _STYLES = (
     lambda objs: render_set(objs),  # "1, 2, and 3."
     lambda objs: ("objects " + " and ".join(str(o) for o in objs)) if objs else "none",  # "objects 2 and 5"
@@ -239,15 +241,14 @@ class EIGScript:
                 if "belief" not in said or said["belief"][1] != self._say(said["belief"][0], guess):
                     return self._error(f"round {j}: the belief answer in the dialogue is not the one given")
             if "trial" in said:  # recomputed only when this server did not give it (EIG is the costly part)
-                key = _digest([(m["role"], m["content"]) for m in said["trial"][0]])
-                given = self.said.get(key)
+                given = self.said.get(_digest(said["trial"][0]))
                 if given is None:
                     given = self._say(said["trial"][0], self._trial(agent, N))
                 if said["trial"][1] != given:
                     return self._error(f"round {j}: the trial answer in the dialogue is not the one given")
         text = self._say(messages, self._trial(agent, N) if last_is_trial else guess)
         with self._lock:
-            self.said[_digest([(m["role"], m["content"]) for m in messages])] = text
+            self.said[_digest(messages)] = text
         return text
 
     @staticmethod
@@ -257,7 +258,7 @@ class EIGScript:
 
     @staticmethod
     def _say(asked: list[dict], objs: list[int]) -> str:
-        return _STYLES[_digest([(m["role"], m["content"]) for m in asked]) % len(_STYLES)](objs)
+        return _STYLES[_digest(asked) % len(_STYLES)](objs)
 
 
 GARBAGE_ANSWERS = ("", "I'm sorry, but I can't help with that.", "banana", "3, 4, and 12.", "0", "Maybe.",
@@ -268,7 +269,7 @@ GARBAGE_FAILS = tuple(a not in ("None.", "2 and 5.") for a in GARBAGE_ANSWERS)
 
 def garbage_model(messages: list[dict], body: dict) -> str:
     """An answer from a fixed list of mostly unusable replies, picked by a hash of the dialogue."""
-    return GARBAGE_ANSWERS[_digest([(m["role"], m["content"]) for m in messages]) % len(GARBAGE_ANSWERS)]
+    return GARBAGE_ANSWERS[_digest(messages) % len(GARBAGE_ANSWERS)]
 
 
 class Flaky:
@@ -281,7 +282,7 @@ class Flaky:
         self._lock = threading.Lock()
 
     def __call__(self, messages: list[dict], body: dict) -> str | StubReply:
-        key = _digest([(m["role"], m["content"]) for m in messages])
+        key = _digest(messages)
         with self._lock:
             n = self.seen.get(key, 0)
             self.seen[key] = n + 1

@@ -64,12 +64,8 @@ def render_objects(objects: Sequence[int]) -> str:
 def render_set(objects: Sequence[int]) -> str:
     """An answer in the instructed format: ``"None."``, ``"3."``, ``"2 and 5."``, ``"1, 2, and 3."``."""
     objs = [str(o) for o in objects]
-    if not objs:
-        return "None."
-    if len(objs) == 1:
-        return f"{objs[0]}."
-    if len(objs) == 2:
-        return f"{objs[0]} and {objs[1]}."
+    if len(objs) <= 2:
+        return (" and ".join(objs) or "None") + "."
     return ", ".join(objs[:-1]) + f", and {objs[-1]}."
 
 
