@@ -220,9 +220,8 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
                     raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
                                      f"{__version__}: install the same version on every node")
                 write_shard(folder, res["shard"], res["records"], columns=family_of(res["shard"].env).columns,
-                            env_kwargs=env_kwargs,
-                            version=__version__, extra={"host": res["host"], "seconds": round(res["seconds"], 3)},
-                            dialogues=res.get("dialogues"))
+                            env_kwargs=env_kwargs, version=__version__, dialogues=res.get("dialogues"),
+                            extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
                 bar.update(res["shard"].size)
                 running.pop(f, None)
 

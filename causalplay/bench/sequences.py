@@ -38,11 +38,8 @@ def _play_sequences(agent, first: int, B: int, seed: int, rule_per: str, n_episo
     rngs = [np.random.default_rng([seed, first + i]) for i in range(B)]
     task = OverhypothesisBatch(OVERHYPOTHESIS, B, rngs, n_episodes=n_episodes, rule_per=rule_per, noise=noise,
                                obs_mode=getattr(agent, "obs_mode", "panel") or "panel")
-    rec = play(task, agent)
-    K = task.K
-    out = {k: rec[k].reshape(-1) for k in ("rule", "n_blickets", "trials_to_solve", "episode_reward",
-                                           "context_reward")}
-    out["solved"] = rec["episode_solved"].reshape(-1)
+    rec, K = play(task, agent), task.K
+    out = {k: rec["episode_solved" if k == "solved" else k].reshape(-1) for k in _SCORES}
     out["sequence"], out["machine"] = np.repeat(np.arange(first, first + B), K), np.tile(np.arange(K), B)
     return out
 

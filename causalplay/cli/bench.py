@@ -161,9 +161,8 @@ def _print_tables(tab, fam, console, title: str) -> None:
 
 
 def bench(
-    env: str = typer.Option("causalplay/IVRE-v0", help="Comma-separated environment ids (any family: Blicket, "
-                                                        "Overhypothesis, Nexiom, CausalDAG, Physics).",
-                            callback=_envs_cb),
+    env: str = typer.Option("causalplay/IVRE-v0", callback=_envs_cb, help="Comma-separated environment ids (any "
+                            "family: Blicket, Overhypothesis, Nexiom, CausalDAG, Physics)."),
     agents: str | None = typer.Option(
         None, help="Comma-separated agent names or specs with options, e.g. planner:depth=2 (default: the family's "
                  "usual set; NOTEARS only when named).", callback=_agents_cb),
