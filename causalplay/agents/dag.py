@@ -68,31 +68,27 @@ class DAGAgent(Agent):
         self._observe(obs, first=True)
 
     def _observe(self, obs: torch.Tensor, first: bool = False) -> None:
-        n, lay = self.n, self.task.obs_layout
+        lay = self.task.obs_layout
         sl = lambda name: lay.get(obs, name).to(torch.float64)  # noqa: E731
         if not first:
             interv = sl("prev_intervention")
             var = interv.abs().argmax(1)
-            self.x = torch.cat([self.x, sl("outcome")[:, None]], 1)
-            self.do = torch.cat([self.do, var[:, None]], 1)
-            self.val = torch.cat([self.val, interv.gather(1, var[:, None])], 1)
-            self.is_outcome = torch.cat([self.is_outcome, torch.ones(self.B, 1, dtype=torch.bool)], 1)
-            self.prev = torch.cat([self.prev, sl("prev_values")[:, None]], 1)
-        if True:  # the initial values of the next experiment: an observational sample
-            self.x = torch.cat([self.x, sl("next_values")[:, None]], 1)
-            self.do = torch.cat([self.do, torch.full((self.B, 1), -1)], 1)
-            self.val = torch.cat([self.val, torch.zeros(self.B, 1, dtype=torch.float64)], 1)
-            self.is_outcome = torch.cat([self.is_outcome, torch.zeros(self.B, 1, dtype=torch.bool)], 1)
-            self.prev = torch.cat([self.prev, torch.zeros(self.B, 1, n, dtype=torch.float64)], 1)
+            self._append(sl("outcome"), var, interv.gather(1, var[:, None])[:, 0], True, sl("prev_values"))
+        # the initial values of the next experiment: an observational sample
+        self._append(sl("next_values"), torch.full((self.B,), -1), torch.zeros(self.B, dtype=torch.float64), False,
+                     torch.zeros(self.B, self.n, dtype=torch.float64))
         self.goal = sl("goal").argmax(1)
+
+    def _append(self, x, do, val, is_outcome: bool, prev) -> None:
+        """One more sample row per episode: ``x, prev [B, n]``, ``do, val [B]``."""
+        self.x, self.do, self.val, self.prev = (torch.cat([kept, new[:, None]], 1) for kept, new in
+                                                ((self.x, x), (self.do, do), (self.val, val), (self.prev, prev)))
+        self.is_outcome = torch.cat([self.is_outcome, torch.full((self.B, 1), is_outcome)], 1)
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         if self.t > 0:
             self._observe(obs)
-        if self.t < self.n_explore:
-            a = self.explore()
-        else:
-            a = self.exploit()
+        a = self.explore() if self.t < self.n_explore else self.exploit()
         self.t += 1
         return a.long()
 
@@ -100,13 +96,10 @@ class DAGAgent(Agent):
     def explore(self) -> torch.Tensor:
         """The expert's exploration: the ``t``-th relevant variable in cyclic order from a random start, with a
         random sign."""
-        n = self.n
-        rel = self.relevant
-        k = rel.sum(1)
+        n, rel = self.n, self.relevant
         order = torch.argsort((~rel).long() * n + (torch.arange(n) - self._cycle_start[:, None]) % n, 1)
-        var = order.gather(1, (self.t % k)[:, None])[:, 0]
-        sign = torch.rand(self.B, generator=self.gen) < 0.5
-        return var + n * sign.long()
+        var = order.gather(1, (self.t % rel.sum(1))[:, None])[:, 0]
+        return self._intervention(var, torch.rand(self.B, generator=self.gen) < 0.5)
 
     def exploit(self) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -117,6 +110,10 @@ class DAGAgent(Agent):
 
     def _intervention(self, var: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
         return var + self.n * positive.long()
+
+    def _goal_of(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, R]``: the goal variable's value in every sample row of ``x [B, R, n]``."""
+        return x.gather(2, self.goal[:, None, None].expand(-1, x.shape[1], 1))[..., 0]
 
 
 class ExpertAgent(DAGAgent):
@@ -156,10 +153,8 @@ class _OutcomeHeuristic(DAGAgent):
 
     def _repeat_best(self, score: torch.Tensor, flip: torch.Tensor | None = None) -> torch.Tensor:
         ok = self._rows()
-        if not ok.any(1).all():  # nothing explored on a non-goal variable: fall back to random
-            fallback = RandomAgent.exploit(self)
-        else:
-            fallback = torch.zeros(self.B, dtype=torch.long)
+        # nothing explored on a non-goal variable: fall back to random
+        fallback = RandomAgent.exploit(self) if not ok.any(1).all() else torch.zeros(self.B, dtype=torch.long)
         best = torch.where(ok, score, -torch.inf).argmax(1)
         var = self.do.gather(1, best[:, None])[:, 0]
         positive = self.val.gather(1, best[:, None])[:, 0] > 0
@@ -174,8 +169,7 @@ class ValueAgent(_OutcomeHeuristic):
     name = "value"
 
     def exploit(self) -> torch.Tensor:
-        g = self.x.gather(2, self.goal[:, None, None].expand(-1, self.x.shape[1], 1))[..., 0]
-        return self._repeat_best(g)
+        return self._repeat_best(self._goal_of(self.x))
 
 
 class ChangeAgent(_OutcomeHeuristic):
@@ -185,16 +179,14 @@ class ChangeAgent(_OutcomeHeuristic):
     name = "change"
 
     def exploit(self) -> torch.Tensor:
-        idx = self.goal[:, None, None].expand(-1, self.x.shape[1], 1)
-        change = (self.x.gather(2, idx) - self.prev.gather(2, idx))[..., 0]
+        change = self._goal_of(self.x) - self._goal_of(self.prev)
         return self._repeat_best(change.abs(), flip=change < 0)
 
 
 class _RegressionAgent(DAGAgent):
     def _data(self):
         rows = self.do != self.goal[:, None]  # [B, R]
-        y = self.x.gather(2, self.goal[:, None, None].expand(-1, self.x.shape[1], 1))[..., 0]
-        return rows.double(), self.x, y
+        return rows.double(), self.x, self._goal_of(self.x)
 
     def _choose(self, slope: torch.Tensor) -> torch.Tensor:
         s = torch.where(self._candidates(), slope.abs(), -torch.inf)
@@ -277,38 +269,37 @@ class BayesAgent(DAGAgent):
 
     def _to_env(self, a5: torch.Tensor) -> torch.Tensor:
         var = self.vars.gather(1, (a5 % 5)[:, None])[:, 0]
-        return var + self.n * (a5 >= 5).long()
+        return self._intervention(var, a5 >= 5)
 
     def _goal5(self) -> torch.Tensor:
         if self.t >= self.n_explore:
             return (self.vars == self.goal[:, None]).long().argmax(1)
         return torch.full((self.B,), GOAL_ROLE, dtype=torch.long)
 
-    def explore(self) -> torch.Tensor:
-        from causalplay.core.dag_posterior import Data, eig
+    def _per_chunk(self, score) -> torch.Tensor:
+        """``[B, 10]``: ``score(data, goal)`` of every local action, ``chunk`` episodes at a time."""
+        from causalplay.core.dag_posterior import Data
 
         data, goal = self._local_data(), self._goal5()
         out = torch.empty(self.B, 10, dtype=torch.float64)
         for s in range(0, self.B, self.chunk):
             sl = slice(s, s + self.chunk)
-            d = Data(data.x[sl], data.do[sl], data.mask[sl])
-            out[sl] = eig(d, self.space, self.prior, self.linear, self.target, goal[sl], self.n_outer,
-                          self.top_k, self.gen, self.value)
+            out[sl] = score(Data(data.x[sl], data.do[sl], data.mask[sl]), goal[sl])
+        return out
+
+    def explore(self) -> torch.Tensor:
+        from causalplay.core.dag_posterior import eig
+
+        out = self._per_chunk(lambda d, goal: eig(d, self.space, self.prior, self.linear, self.target, goal,
+                                                  self.n_outer, self.top_k, self.gen, self.value))
         out = out + 1e-9 * torch.rand(out.shape, generator=self.gen, dtype=torch.float64)  # random tie-break
-        self.last_eig = out
         return self._to_env(out.argmax(1))
 
     def exploit(self) -> torch.Tensor:
-        from causalplay.core.dag_posterior import Data, expected_goal
+        from causalplay.core.dag_posterior import expected_goal
 
-        data, goal = self._local_data(), self._goal5()
-        out = torch.empty(self.B, 10, dtype=torch.float64)
-        for s in range(0, self.B, self.chunk):
-            sl = slice(s, s + self.chunk)
-            d = Data(data.x[sl], data.do[sl], data.mask[sl])
-            out[sl] = expected_goal(d, self.space, goal[sl], self.value, self.prior,
-                                    self.linear, self.n_samples, self.gen)
-        self.last_value = out
+        out = self._per_chunk(lambda d, goal: expected_goal(d, self.space, goal, self.value, self.prior, self.linear,
+                                                            self.n_samples, self.gen))
         return self._to_env(out.argmax(1))
 
 
