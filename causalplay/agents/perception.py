@@ -132,9 +132,8 @@ class Perception:
             raise ValueError(f"this perception model was trained on N in {self.n_objects}, not N = {n_objects}; "
                              "train one for it with analyses/train_perception.py --n-objects")
         x = _as_frames(frames)
-        out = torch.cat([self.net(x[i:i + batch]) for i in range(0, max(1, x.shape[0]), batch)]) if len(x) else \
-            torch.zeros(0, MAX_OBJECTS + 1)
-        p = torch.sigmoid(out.double())
+        out = [self.net(x[i:i + batch]) for i in range(0, len(x), batch)] or [torch.zeros(0, MAX_OBJECTS + 1)]
+        p = torch.sigmoid(torch.cat(out).double())
         return p[:, :n_objects], p[:, MAX_OBJECTS]
 
 

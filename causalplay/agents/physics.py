@@ -157,29 +157,24 @@ class MemAgent(PhysicsAgent):
         self.rank, self.pos, self.done_idx = self.ranks(), np.zeros(self.B, dtype=np.int64), [[] for _ in range(self.B)]
 
     def choose(self, obs, active):
-        out = np.empty((self.B, 3 * self.m))
-        for b in range(self.B):
-            i = self.rank[b][self.pos[b] % len(self.actions)]
-            self.pos[b] += 1
-            self.done_idx[b].append(i)
-            out[b] = self.actions[i]
-        return out
+        self.picked = np.array([self.rank[b][self.pos[b] % len(self.actions)] for b in range(self.B)], dtype=np.int64)
+        self.pos += 1
+        return self.actions[self.picked]
 
     def observe(self, action, obs):
+        """Record each valid attempt as ``(action index, solved)`` (an invalid one, or a row that had ended, is
+        not an attempt: nothing is learned)."""
         super().observe(action, obs)
-        valid, solved = obs["valid"].numpy(), obs["solved"].numpy()
-        for b in range(self.B):
-            if valid[b]:
-                self.done_idx[b][-1] = (self.done_idx[b][-1], bool(solved[b]))
-            else:  # invalid, or the row had ended: not an attempt, nothing learned
-                self.done_idx[b].pop()
+        solved = obs["solved"].numpy()
+        for b in np.flatnonzero(obs["valid"].numpy()):
+            self.done_idx[b].append((self.picked[b], bool(solved[b])))
 
     def finish(self):
         if not self.online:
             return
         for b, tpl in enumerate(self.templates):
             k = self._key(tpl)
-            for i, s in [d for d in self.done_idx[b] if isinstance(d, tuple)]:
+            for i, s in self.done_idx[b]:
                 self.succ[k][i] += self.weight * s
                 self.tot[k][i] += self.weight
 
@@ -196,7 +191,7 @@ RELATIONS = ("above", "left", "right")
 ROLES = ("goal", "other")
 
 
-def _candidates(scene: np.ndarray, comp: np.ndarray, m: int, rng) -> tuple[np.ndarray, np.ndarray]:
+def _candidates(scene: np.ndarray, comp: np.ndarray, m: int, rng) -> np.ndarray:
     """Object-oriented proposals ``[K, 3m]`` in ``[0, 1]`` for components ``comp [K]`` (index into the scene's
     dynamic bodies x :data:`RELATIONS`); extra balls of 2B go in the same way on a second draw."""
     dyn = np.flatnonzero(scene[:, 6] > 0)
@@ -216,7 +211,7 @@ def _candidates(scene: np.ndarray, comp: np.ndarray, m: int, rng) -> tuple[np.nd
     out = out.reshape(K, 3 * m)
     uniform = rng.random(K) < 0.1  # a little mass everywhere: no action is ruled out a priori
     out[uniform] = rng.random((int(uniform.sum()), 3 * m))
-    return np.clip(out, 0, 1), comp
+    return np.clip(out, 0, 1)
 
 
 def _kinds(scene: np.ndarray) -> np.ndarray:
@@ -350,7 +345,7 @@ class SsupAgent(PhysicsAgent):
             for _ in range(self.rounds if len(self.tried[b]) < 10 else 1):  # long failures: cheaper attempts
                 w = self.weights[b] + 1e-3 / len(self.weights[b])
                 comp = self.rng.choice(len(w), 4 * self.n_cand, p=w / w.sum())
-                acts, comp = _candidates(scene, comp, self.m, self.rng)
+                acts = _candidates(scene, comp, self.m, self.rng)
                 ok = ~invalid(scene, to_balls(acts))
                 if len(failed):
                     ok &= np.min(np.abs(acts[:, None] - failed[None]).max(-1), 1) > self.tabu

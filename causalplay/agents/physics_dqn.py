@@ -132,8 +132,7 @@ class DqnAgent(MemAgent):
     def finish(self):
         if not self.online:
             return
-        for b in range(self.B):
-            tried = [d for d in self.done_idx[b] if isinstance(d, tuple)]
+        for b, tried in enumerate(self.done_idx):
             if not tried:
                 continue
             idx = torch.tensor([i for i, _ in tried])

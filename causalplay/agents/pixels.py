@@ -132,15 +132,12 @@ class EIGPixelsAgent(EIGAgent):
     def _rebuild(self, rows: list[int]) -> None:
         """Posterior of ``rows`` from scratch: count, every readout as soft evidence (light flipped with
         probability ``floor``), every "did not end" exclusion."""
-        fresh = task_beliefs(self.task, 1)
-        for b in rows:
-            log_w = fresh.log_w[0].clone()
-            bad = fresh.space.sets.sum(-1).round().long().repeat(fresh.space.n_rules) != self.count[b]
-            log_w = log_w.masked_fill(bad, -torch.inf)
-            for codes, act in self.excluded:
-                if bool(act[b]):
-                    for r in range(fresh.space.n_rules):
-                        log_w[r * fresh.space.n_sets + int(codes[b])] = -torch.inf
+        at = torch.tensor(rows)
+        fresh = task_beliefs(self.task, len(rows))
+        fresh.condition_count_(self.count[at])
+        for codes, act in self.excluded:
+            fresh.exclude_(codes[at], act[at])
+        for log_w, b in zip(fresh.log_w, rows, strict=True):
             for p_on, p_lit in self.readouts:
                 log_w = log_w + self._soft_ll(p_on[b], p_lit[b], self.floor)
             self.post.log_w[b] = log_w - torch.logsumexp(log_w, 0)
