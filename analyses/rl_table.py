@@ -99,11 +99,8 @@ def train_smoke(cfg: Config, root: Path) -> None:
 
 def runs_found(root: Path) -> dict[str, Path]:
     """Folder name -> folder for every finished-at-least-once training run under ``root``."""
-    out = {}
-    for d in sorted(root.iterdir()) if root.exists() else ():
-        if (d / "config.json").is_file() and any(d.glob("best.*")):
-            out[d.name] = d
-    return out
+    return {d.name: d for d in (sorted(root.iterdir()) if root.exists() else ())
+            if (d / "config.json").is_file() and any(d.glob("best.*"))}
 
 
 def score(cfg: Config, runs: dict[str, Path], env: str, out: Path) -> pd.DataFrame:
@@ -145,10 +142,9 @@ def summarise(cfg: Config, runs: dict[str, Path], df: pd.DataFrame) -> pd.DataFr
         for key, col, scale in (("ca", "context_acc", 100), ("cr", "context_reward", 1),
                                 ("ea", "episode_acc", 100), ("er", "episode_reward", 1)):
             if len(per_run) >= 2:  # CI over training seeds (each run's mean over its evaluation episodes)
-                m, h = mean_ci([float(r["per_seed"][key].mean()) * scale for r in per_run])
+                rec[col], rec[col + "_ci"] = mean_ci([float(r["per_seed"][key].mean()) * scale for r in per_run])
             else:  # one training seed: CI over evaluation seeds
-                m, h = mean_ci((per_run[0]["per_seed"][key] * scale).tolist())
-            rec[col], rec[col + "_ci"] = m, h
+                rec[col], rec[col + "_ci"] = mean_ci((per_run[0]["per_seed"][key] * scale).tolist())
         rec["test_fold_acc"] = 100 * float(np.mean([r["test_acc"] for r in per_run]))
         rec["test_fold_episodes"] = int(np.sum([r["test_n"] for r in per_run]))
         paper = PAPER.get((cfg.env, paper_row(row)), (None,) * 4)
@@ -225,14 +221,13 @@ def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[
 def plot_rows(runs: dict[str, Path], path: Path) -> None:
     """Held-out learning curves, one colour per row: each training seed a thin line, their mean (over the
     evaluation steps all seeds reached) a thick one; log-scaled steps, since budgets span 10^5 to 10^7."""
-    import matplotlib
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # no pyplot: a file, no display
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig = Figure(figsize=(12, 4.5))
+    axes = fig.subplots(1, 2)
     rows = list(dict.fromkeys(row_of(n) for n in runs))
-    colours = plt.cm.tab10(np.linspace(0, 1, 10))
+    colours = colormaps["tab10"](np.linspace(0, 1, 10))
     for k, row in enumerate(rows):
         curves = [pd.read_csv(runs[n] / "progress.csv") for n in runs if row_of(n) == row]
         curves = [c for c in curves if len(c)]
@@ -253,7 +248,6 @@ def plot_rows(runs: dict[str, Path], path: Path) -> None:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(cfg: Config) -> pd.DataFrame:

@@ -16,13 +16,15 @@ import json
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
+from causalplay.envs import make_batch  # also registers the env ids
+
+from causalplay.bench import run_episodes
 
 
 def batched_env_steps(env_id: str, batch: int) -> float:
-    from causalplay.envs import make_batch
-
     env = make_batch(env_id, batch, seed=0)
     env.reset()
     gen = torch.Generator().manual_seed(0)
@@ -44,10 +46,6 @@ def _clock() -> tuple[float, float]:
 
 def gym_env_steps(env_id: str, n_steps: int = 500) -> tuple[float, float]:
     """(wall, CPU) steps/s of ``gymnasium.make(env_id)`` with random actions, resets included."""
-    import gymnasium as gym
-
-    import causalplay  # noqa: F401
-
     env = gym.make(env_id)
     acts = np.random.default_rng(0).random((64, env.action_space.shape[0])).astype(np.float32)
     env.reset(seed=0)
@@ -62,10 +60,6 @@ def gym_env_steps(env_id: str, n_steps: int = 500) -> tuple[float, float]:
 def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> tuple[float, float]:
     """Steps/s (sub-env steps) of ``gymnasium.make_vec(env_id, num_envs)`` -- the native vector env --
     with random actions, autoreset included."""
-    import gymnasium as gym
-
-    import causalplay  # noqa: F401
-
     env = gym.make_vec(env_id, num_envs=num_envs)
     env.reset(seed=0)
     acts = np.random.default_rng(0).random((16, num_envs, env.single_action_space.shape[0])).astype(np.float32)
@@ -76,8 +70,6 @@ def vector_env_steps(env_id: str, num_envs: int = 256, n_steps: int = 200) -> tu
 
 
 def agent_episodes(env_id: str, agent: str, episodes: int) -> float:
-    from causalplay.bench import run_episodes
-
     t0 = time.perf_counter()
     run_episodes(env_id, agent, episodes, seed=0)
     return episodes / (time.perf_counter() - t0)

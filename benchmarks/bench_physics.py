@@ -94,8 +94,7 @@ def main() -> None:
         solved[name] = np.array([o[0] for o in runs[0][1]])
         r = res[name]
         print(f"{name:7s} {r['scenes_per_cpu_s']:7.0f} scenes per CPU s ({r['scenes_per_wall_s']:5.0f} per wall s)"
-              f"  deterministic={r['deterministic']}"
-              f"  solved {r['solved']}/{args.n}", flush=True)
+              f"  deterministic={r['deterministic']}  solved {r['solved']}/{args.n}", flush=True)
     agree = float(np.mean(solved["pymunk"] == solved["box2d"]))
     print(f"same outcome in both engines: {agree:.3f}")
     with open(args.out, "a") as f:

@@ -24,8 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import causalplay.envs  # noqa: F401  (registers the env ids)
+import gymnasium
 import numpy as np
 from tqdm import tqdm
+
+from causalplay.render import COLORS, MATERIALS, SHAPES, Renderer, make_frame
 
 
 def rss_mb() -> float:
@@ -34,8 +38,6 @@ def rss_mb() -> float:
 
 
 def random_frames(n_frames: int, n_objects: int, seed: int) -> list[dict]:
-    from causalplay.render import COLORS, MATERIALS, SHAPES, make_frame
-
     pool = [{"shape": s, "material": m, "color": c} for s in SHAPES for m in MATERIALS for c in COLORS]
     rng = np.random.default_rng(seed)
     frames = []
@@ -46,8 +48,6 @@ def random_frames(n_frames: int, n_objects: int, seed: int) -> list[dict]:
 
 
 def bench_uncached(n_frames: int, engine: str, save) -> dict:
-    from causalplay.render import Renderer
-
     r = Renderer(engine=engine, cache_size=0).start()
     frames = random_frames(n_frames, 9, seed=0)
     r.render_frames(frames[:8])  # warm up the GL pipeline
@@ -85,12 +85,13 @@ def _timed(renderer) -> dict:
     return acc
 
 
-def run_eval(env_id: str, episodes: int, renderer) -> tuple[int, float]:
-    import gymnasium
-
-    env = gymnasium.make(env_id, renderer=renderer, disable_env_checker=True)
+def run_eval(env_id: str, episodes: int, renderer=None) -> tuple[int, float]:
+    """(env steps, seconds) of ``episodes`` episodes (seeds 0..E-1, seeded random actions); ``renderer=None``: the
+    symbolic env, without a progress bar."""
+    kw = {} if renderer is None else {"renderer": renderer}
+    env = gymnasium.make(env_id, disable_env_checker=True, **kw)
     steps, t0 = 0, time.perf_counter()
-    for ep in tqdm(range(episodes), desc="episodes", unit="ep", leave=False):
+    for ep in tqdm(range(episodes), desc="episodes", unit="ep", leave=False, disable=renderer is None):
         env.reset(seed=ep)
         rng = np.random.default_rng(ep)
         done = False
@@ -102,10 +103,6 @@ def run_eval(env_id: str, episodes: int, renderer) -> tuple[int, float]:
 
 
 def bench_env(episodes: int, engine: str, save) -> dict:
-    import causalplay.envs  # noqa: F401
-
-    from causalplay.render import Renderer
-
     env_id = "causalplay/IVRE-Pixels-v0"
     res = {"env": env_id, "episodes": episodes}
     with tempfile.TemporaryDirectory(prefix="causalplay_frames_") as cache_dir:
@@ -118,32 +115,15 @@ def bench_env(episodes: int, engine: str, save) -> dict:
                          "render_seconds": acc["seconds"], "pixel_layer_steps_per_s": steps / acc["seconds"]}
             del r.render_frames  # drop the timing wrapper
             save("env", res)
-        n_files = sum(1 for _ in Path(cache_dir).rglob("*.png"))
-        size = sum(p.stat().st_size for p in Path(cache_dir).rglob("*.png"))
-        res["disk_cache"] = {"frames": n_files, "mb": size / 2**20}
+        pngs = list(Path(cache_dir).rglob("*.png"))
+        res["disk_cache"] = {"frames": len(pngs), "mb": sum(p.stat().st_size for p in pngs) / 2**20}
         cold.close()
         warm.close()
     # the symbolic env alone, for reference (the floor under the pixel env's steps/s)
-    steps, dt = _symbolic(episodes)
+    steps, dt = run_eval("causalplay/IVRE-v0", episodes)
     res["symbolic_steps_per_s"] = steps / dt
     save("env", res)
     return res
-
-
-def _symbolic(episodes: int) -> tuple[int, float]:
-    import gymnasium
-
-    env = gymnasium.make("causalplay/IVRE-v0", disable_env_checker=True)
-    steps, t0 = 0, time.perf_counter()
-    for ep in range(episodes):
-        env.reset(seed=ep)
-        rng = np.random.default_rng(ep)
-        done = False
-        while not done:
-            *_, term, trunc, _ = env.step(rng.random(env.action_space.shape).astype(np.float32))
-            steps += 1
-            done = term or trunc
-    return steps, time.perf_counter() - t0
 
 
 def main() -> None:

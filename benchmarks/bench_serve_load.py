@@ -68,17 +68,15 @@ async def participant(k: int, url: str, rng: np.random.Generator, think: float, 
                 return None
             return r
 
-        if await req("consent_page", "GET", f"/?PROLIFIC_PID={pid}") is None:
-            return False
-        if await req("consent", "POST", "/consent", data={"consent": "yes", "pid": pid}) is None:
-            return False
-        if await req("check", "POST", "/check", data={"how": "test", "count": "2", "when": "ready"}) is None:
-            return False
-        if await req("practice", "POST", "/practice/test", data={"seq": "1", "objects": ["1"]},
-                     headers={"HX-Request": "true"}) is None:
-            return False
-        if await req("practice_done", "POST", "/practice/done") is None:
-            return False
+        for kind, method, path, kw in (
+                ("consent_page", "GET", f"/?PROLIFIC_PID={pid}", {}),
+                ("consent", "POST", "/consent", {"data": {"consent": "yes", "pid": pid}}),
+                ("check", "POST", "/check", {"data": {"how": "test", "count": "2", "when": "ready"}}),
+                ("practice", "POST", "/practice/test", {"data": {"seq": "1", "objects": ["1"]},
+                                                        "headers": {"HX-Request": "true"}}),
+                ("practice_done", "POST", "/practice/done", {})):
+            if await req(kind, method, path, **kw) is None:
+                return False
         for j, on in enumerate(trials, start=1):
             r = await req("test", "POST", "/test", data={"seq": str(j), "objects": [str(i) for i in on]},
                           headers={"HX-Request": "true"})

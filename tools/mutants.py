@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -310,18 +311,13 @@ def run_module(name: str, max_children: int) -> dict:
         m = re.match(r"\s*(\S+__mutmut_\d+): (.+)$", line)
         if m:
             status[m.group(1)] = m.group(2).strip()
-    counts: dict[str, int] = {}
-    for s in status.values():
-        counts[s] = counts.get(s, 0) + 1
+    counts = dict(Counter(status.values()))
     survivors = sorted(k for k, s in status.items() if s not in DETECTED)
     equivalent = [k for k in survivors if k in EQUIVALENT]
     killed = sum(counts.get(s, 0) for s in DETECTED)
     denom = len(status) - len(equivalent)
-    diffs = {}
-    for k in survivors:
-        d = subprocess.run([sys.executable, "-m", "mutmut", "show", k], cwd=dst, env=_env(), capture_output=True,
-                           text=True)
-        diffs[k] = d.stdout
+    diffs = {k: subprocess.run([sys.executable, "-m", "mutmut", "show", k], cwd=dst, env=_env(), capture_output=True,
+                               text=True).stdout for k in survivors}
     out = {"module": name, "files": list(mod.files), "tests": list(mod.tests), "total": len(status),
            "counts": counts, "killed_or_timeout": killed, "equivalent": len(equivalent),
            "score": killed / denom if denom else float("nan"), "seconds": round(seconds, 1),
