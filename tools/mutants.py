@@ -253,11 +253,8 @@ def stage(name: str, mod: Module) -> Path:
     if dst.exists():
         shutil.rmtree(dst)
     dst.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "causalplay", dst / "causalplay", ignore=ignore)
-    shutil.copytree(ROOT / "envs", dst / "causalplay" / "envs", ignore=ignore)
-    shutil.copytree(ROOT / "models", dst / "causalplay" / "models", ignore=ignore)
-    shutil.copytree(ROOT / "tests", dst / "tests", ignore=ignore)
+    for top in ("causalplay", "envs", "models", "tests"):
+        shutil.copytree(ROOT / top, dst / _staged(f"{top}/"), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for f in mod.files:
         if not (ROOT / f).is_file():
             raise FileNotFoundError(f"{name}: {f} does not exist")
