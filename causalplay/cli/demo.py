@@ -28,7 +28,7 @@ SCENARIOS = {
 }
 
 
-def evidence(history: list, n_objects: int) -> str:
+def evidence(history: list) -> str:
     """``[([0, 1], True), ([0], False)]`` -> ``"AB lit; A dark"`` (objects lettered from A)."""
     name = lambda objs: "".join(chr(65 + i) for i in objs) or "(none)"  # noqa: E731
     return "; ".join(f"{name(objs)} {'lit' if lit else 'dark'}" for objs, lit in history)
@@ -48,11 +48,11 @@ def run_demo(out: str | Path = "runs/demo", bench_episodes: int = 2000) -> dict:
         results[name] = {"history": kw["history"], "blicket_prob": b.blicket_prob.tolist(), "rule_prob": b.rule_prob,
                          "best_trial": list(best), "eig_bits": eig, "seconds": time.perf_counter() - t0}
         rules = kw.get("rules", "disjunctive or conjunctive (1/2 each)")
-        console.print(f"\n[bold]{name}[/bold]: {evidence(kw['history'], kw['n_objects'])}   "
+        console.print(f"\n[bold]{name}[/bold]: {evidence(kw['history'])}   "
                       f"(prior: each object a blicket with p = {kw.get('blicket_prior', 1 / 3):.2f}; {rules})")
         console.print("  P(blicket): " + "  ".join(f"{chr(65 + i)} {p:.3f}" for i, p in enumerate(b.blicket_prob))
                       + "    P(rule): " + ", ".join(f"{k} {v:.2f}" for k, v in b.rule_prob.items()))
-        trial = evidence([(best, True)], 0)[:-4]
+        trial = evidence([(best, True)])[:-4]
         console.print(f"  most informative next trial: {trial} ({eig:.3f} bits)" if eig > 1e-9
                       else "  nothing left to learn: every trial carries 0 bits")
     (out / "results.json").write_text(json.dumps(results, indent=2))
