@@ -1,5 +1,6 @@
 """The benchmark: agents x envs x seeds through one play loop and one runner, every task family scored by its
-own scorer (:mod:`.blicket`, :mod:`.sequences`, :mod:`.nexiom`, :mod:`.dag`); results.json, per-episode CSV, plots.
+own scorer (:mod:`.blicket`, :mod:`.sequences`, :mod:`.nexiom`, :mod:`.dag`, :mod:`.physics`); results.json,
+per-episode CSV, plots.
 
 Command line: ``causalplay bench --env causalplay/IVRE-v0 --agents eig,planner``.
 """

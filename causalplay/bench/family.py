@@ -5,7 +5,8 @@ calls :meth:`Family.episodes`, which builds the batched task, builds the agent o
 :func:`~causalplay.bench.play.play` and turns ``task.record()`` into one record per episode. After the run the
 family's scorer turns records into summary rows (:meth:`Family.summarise`) and the table users read
 (:meth:`Family.table`). Families: :mod:`.blicket` (IVRE / EST, AUCCESS), :mod:`.sequences` (Overhypothesis
-sequences), :mod:`.nexiom` (the human task), :mod:`.dag` (causal-DAG worlds, reward as a fraction of optimal).
+sequences), :mod:`.nexiom` (the human task), :mod:`.dag` (causal-DAG worlds, reward as a fraction of optimal),
+:mod:`.physics` (PHYRE's folds, AUCCESS).
 """
 
 from __future__ import annotations
