@@ -75,7 +75,6 @@ PHYSICS_IDS = tuple(i for i in _SPECS if i.startswith("causalplay/Physics"))
 ENV_IDS = tuple(i for i in _SPECS if i not in DAG_ENV_IDS + SEQUENCE_IDS + PHYSICS_IDS)
 
 
-
 def _make_vec(num_envs: int = 1, *, env_id: str, **kwargs):
     from .vector import make_vec
 
@@ -138,8 +137,7 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     **kwargs
         Override the id's keyword arguments (``rule``, ``noise``, ``n_blickets``, ``obs_mode``; ``budget`` for
         Nexiom; ``templates``, ``n_tasks``, ``budget``, ``record`` for the physics ids; ``engine`` and ``cache_dir``
-        for the pixel ids, whose batch is a
-        :class:`causalplay.envs.pixels.PixelBatch`).
+        for the pixel ids, whose batch is a :class:`causalplay.envs.pixels.PixelBatch`).
 
     Returns
     -------
@@ -147,22 +145,9 @@ def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):
     """
     import numpy as np
 
-    if env_id not in _SPECS:
-        pixels = _pixel_module()
-        if pixels is not None and env_id in pixels.PIXEL_IDS:  # rendered by Blender on demand
-            return pixels.make_pixel_batch(env_id, batch_size, seed=seed, **kwargs)
+    if env_id in pixels.PIXEL_IDS:  # rendered by Blender on demand
+        return pixels.make_pixel_batch(env_id, batch_size, seed=seed, **kwargs)
     return task_factory(env_id, **kwargs)(batch_size, np.random.default_rng(seed))
 
 
-def _pixel_module():
-    """``causalplay.envs.pixels`` when it is installed (it imports no Blender), else None."""
-    try:
-        from . import pixels
-    except ImportError:
-        return None
-    return pixels
-
-
-import importlib.util as _ilu
-if _ilu.find_spec(f"{__name__}.pixels") is not None:
-    from . import pixels  # noqa: F401,E402  (registers the pixel ids; written by the pixel-env engineer)
+from . import pixels  # registers the pixel ids (it imports no Blender)
