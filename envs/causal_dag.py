@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, leaky, leaky_inv, simulate, train_keep
+from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, ancestors, leaky, leaky_inv, simulate, train_keep
 
-from .task import ObsField, ObsLayout
+from .task import ObsField, ObsLayout, _positive_int
 
 __all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
            "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive"]
@@ -90,14 +90,6 @@ class DAGConfig:
         return self.n_variables * len(self.obs_layout)
 
 
-def _closure(adj: np.ndarray) -> np.ndarray:
-    """Transitive closure ``anc[b, p, j]`` (p is an ancestor of j) of boolean adjacency ``[B, n, n]``."""
-    reach = adj.copy()
-    for _ in range(adj.shape[-1]):
-        reach = reach | ((reach.astype(np.int64) @ adj.astype(np.int64)) > 0)
-    return reach
-
-
 def sample_structures(rng: np.random.Generator, size: int, split: str = "train",
                       train_rule: str = "ancestor") -> np.ndarray:
     """Draw ``size`` 5-role DAGs (adjacency ``[size, 5, 5]`` bool, ``[p, j]`` = edge p -> j) by the paper's
@@ -132,7 +124,7 @@ def sample_structures(rng: np.random.Generator, size: int, split: str = "train",
             for r in range(2):
                 sel = n_par > r
                 adj[np.nonzero(sel)[0], rank[sel, r], child[sel]] = True
-        anc = _closure(adj)
+        anc = ancestors(adj)
         if split == "train":
             ok = train_keep(adj, anc, train_rule, TARGET_ROLE, GOAL_ROLE)
         else:
@@ -150,7 +142,7 @@ def _sample_weights(rng: np.random.Generator, adj: np.ndarray, split: str, wmax:
     ``1 + |w| / 2`` (in [1, 2]) and the other inputs to path nodes ``|w| / 2`` (in [0, 1]), sign kept."""
     W = rng.uniform(-wmax, wmax, size=adj.shape) * adj
     if split == "test":
-        anc = _closure(adj)
+        anc = ancestors(adj)
         n = adj.shape[-1]
         eye = np.eye(n, dtype=bool)[None]
         from_d = (anc[:, TARGET_ROLE, :] | eye[:, TARGET_ROLE, :])  # D and its descendants
@@ -193,26 +185,14 @@ class CausalDAGBatch:
     """
 
     def __init__(self, config: DAGConfig, batch_size: int, rng: np.random.Generator):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        self.config = config
-        self.B = batch_size
-        self.rng = rng
-        self.N = config.n_variables
-        self.n_explore = config.n_explore
-        self.horizon = config.horizon
-        self.n_context = 0
-        self.n_objects = self.N
-        self.rules = ()
-        self.action_size = 1
+        self.config, self.B, self.rng = config, _positive_int(batch_size, "batch_size"), rng
+        self.N = self.n_objects = config.n_variables
+        self.n_explore, self.horizon, self.n_actions = config.n_explore, config.horizon, 2 * self.N
+        self.n_context, self.rules, self.action_size = 0, (), 1
         self.rewards = DAGRewards(config.explore_reward)
-        self.layout = ObsLayout(tuple(ObsField(k, sl.start, sl.stop - sl.start) for k, sl in config.obs_layout.items()))
+        self.obs_layout, self.obs_size = config.obs_layout, config.obs_size
+        self.layout = ObsLayout(tuple(ObsField(k, sl.start, sl.stop - sl.start) for k, sl in self.obs_layout.items()))
         self.done = torch.ones(batch_size, dtype=torch.bool)  # nothing runs before the first reset()
-        self.obs_layout = config.obs_layout
-        self.obs_size = config.obs_size
-        self.n_actions = 2 * self.N
-        self.intervention_value = config.intervention_value
-        self.explore_reward = config.explore_reward
 
     # -- episode sampling ----------------------------------------------------------------------------------
     def _draw_adj(self, m: int) -> np.ndarray:
@@ -249,11 +229,10 @@ class CausalDAGBatch:
         eps_init = rng.normal(size=(m, T, N)) * sd[:, None]
         eps_out = rng.normal(size=(m, T, N)) * sd[:, None]
         eps_mc = rng.normal(size=(m, cfg.n_mc, N)) * sd[:, None]
-        t = lambda a: torch.as_tensor(a)  # noqa: E731
-        d = {"adj5": t(adj5), "W": t(W), "noise_var": t(noise_var), "roles": t(roles).long(),
-             "relevant": t(relevant), "eps_init": t(eps_init), "eps_out": t(eps_out)}
+        d = {k: torch.as_tensor(v) for k, v in dict(adj5=adj5, W=W, noise_var=noise_var, roles=roles,
+                                                      relevant=relevant, eps_init=eps_init, eps_out=eps_out).items()}
         d["goal"] = d["roles"][:, GOAL_ROLE]
-        d["goal_values"] = self._goal_values(d["W"], d["goal"], t(eps_mc))
+        d["goal_values"] = self._goal_values(d["W"], d["goal"], torch.as_tensor(eps_mc))
         return d
 
     def _goal_values(self, W: torch.Tensor, goal: torch.Tensor, eps_mc: torch.Tensor) -> torch.Tensor:
@@ -279,34 +258,28 @@ class CausalDAGBatch:
 
     def reset(self, rows: torch.Tensor | None = None) -> torch.Tensor:
         """Start new episodes in all rows (or only in ``rows``); returns the observation ``[B, obs_size]``."""
+        B, T, N = self.B, self.horizon, self.N
         if rows is None:
-            d = self._sample(self.B)
-            for k, v in d.items():
+            for k, v in self._sample(B).items():
                 setattr(self, k, v)
-            self.t = torch.zeros(self.B, dtype=torch.long)
-            self.actions = torch.full((self.B, self.horizon), -1, dtype=torch.long)
-            self.outcomes = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
-            self.initial = torch.zeros(self.B, self.horizon, self.N, dtype=torch.float64)
-            self.returns = torch.zeros(self.B, dtype=torch.float64)
-            self.done = torch.zeros(self.B, dtype=torch.bool)
-            self._obs = torch.zeros(self.B, self.obs_size, dtype=torch.float64)
-            rows = torch.arange(self.B)
+            self.t = torch.zeros(B, dtype=torch.long)
+            self.actions = torch.full((B, T), -1, dtype=torch.long)
+            self.outcomes, self.initial = (torch.zeros(B, T, N, dtype=torch.float64) for _ in range(2))
+            self.returns = torch.zeros(B, dtype=torch.float64)
+            self.done = torch.zeros(B, dtype=torch.bool)
+            self._obs = torch.zeros(B, self.obs_size, dtype=torch.float64)
+            rows = torch.arange(B)
         else:
             rows = torch.as_tensor(rows, dtype=torch.long).flatten()
             if rows.numel() == 0:
                 return self._obs.clone()
-            if (rows < 0).any() or (rows >= self.B).any():
-                raise ValueError(f"rows must be indices in [0, {self.B}), got {rows.tolist()}")
-            d = self._sample(len(rows))
-            for k, v in d.items():
+            if (rows < 0).any() or (rows >= B).any():
+                raise ValueError(f"rows must be indices in [0, {B}), got {rows.tolist()}")
+            for k, v in self._sample(len(rows)).items():
                 getattr(self, k)[rows] = v
-            self.t[rows] = 0
+            for k in ("t", "outcomes", "initial", "returns", "done", "_obs"):
+                getattr(self, k)[rows] = 0
             self.actions[rows] = -1
-            self.outcomes[rows] = 0
-            self.initial[rows] = 0
-            self.returns[rows] = 0
-            self.done[rows] = False
-            self._obs[rows] = 0
         self.optimal_action = self.goal_values.argmax(1)
         init = simulate(self.W[rows], self.eps_init[rows, 0][:, None], linear=self.config.linear)[:, 0]
         self.initial[rows, 0] = init
@@ -343,7 +316,7 @@ class CausalDAGBatch:
         out = simulate(self.W[rows], self.eps_out[rows, t][:, None], idx[:, None], val[:, None], lin)[:, 0]
         reward = torch.zeros(self.B, dtype=torch.float64)
         goal_val = out[torch.arange(len(rows)), self.goal[rows]]
-        reward[rows] = torch.where(goal_phase, goal_val, torch.full_like(goal_val, self.explore_reward))
+        reward[rows] = torch.where(goal_phase, goal_val, torch.full_like(goal_val, self.rewards.explore_reward))
         self.returns[rows] += torch.where(goal_phase, goal_val, 0.0)
         self.actions[rows, t] = a[rows]
         self.outcomes[rows, t] = out
@@ -386,14 +359,6 @@ class CausalDAGBatch:
         pct = torch.where(rng > 1e-9, (mine - lo) / rng.clamp_min(1e-12), torch.ones_like(mine))
         return {"pct_optimal": pct, "match": mine >= hi - 1e-9, "reward": self.returns.clone(),
                 "expected_reward": mine, "optimal_reward": hi}
-
-
-def _check_config_kwargs(kwargs: dict) -> dict:
-    allowed = {f for f in DAGConfig.__dataclass_fields__}
-    bad = set(kwargs) - allowed
-    if bad:
-        raise TypeError(f"unknown argument(s) {sorted(bad)}; expected some of {sorted(allowed)}")
-    return kwargs
 
 
 class CausalDAGEnv(gym.Env):
@@ -460,7 +425,9 @@ class CausalDAGEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, **kwargs):
-        kwargs = _check_config_kwargs(kwargs)
+        allowed = set(DAGConfig.__dataclass_fields__)
+        if set(kwargs) - allowed:
+            raise TypeError(f"unknown argument(s) {sorted(set(kwargs) - allowed)}; expected some of {sorted(allowed)}")
         kwargs.setdefault("n_variables", 10 if kwargs.get("adaptive") else 5)
         self.config = DAGConfig(**kwargs)
         if self.config.legacy_goal_obs:
