@@ -10,7 +10,7 @@ import numpy as np
 from causalplay.core.rules import Rule, make_rule
 
 from .sampling import OBJECT_POOL
-from .task import validate_action
+from .task import _numpy_obs, validate_action
 
 __all__: list[str] = []
 
@@ -21,14 +21,9 @@ def _rules(rule: str | Rule, noise: float) -> tuple[Rule, ...]:
     return (make_rule(rule, noise),)
 
 
-def _numpy_obs(obs):
-    if isinstance(obs, dict):
-        return {k: v[0].numpy() for k, v in obs.items()}
-    return obs[0].numpy()
-
-
 class _Single(gym.Env):
     metadata = {"render_modes": []}
+    _batch = None  # the batched task, made on the first reset
 
     def _make_batch(self):  # pragma: no cover - subclasses override
         raise NotImplementedError
@@ -45,10 +40,10 @@ class _Single(gym.Env):
                          for i in objects[0]])
         self._ended = False
         info = {"objects": [dict(o) for o in self.objects], "n_blickets": int(self._batch.n_blickets[0]), "step": 0}
-        return _numpy_obs(obs), info
+        return _numpy_obs(obs, 0), info
 
     def _check_running(self) -> None:
-        if getattr(self, "_batch", None) is None or not self._batch._started:
+        if self._batch is None or not self._batch._started:
             raise RuntimeError("call reset() before step()")
         if self._ended:
             raise RuntimeError("the episode has ended; call reset()")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 
 import numpy as np
@@ -10,8 +11,9 @@ from gymnasium import spaces
 
 from causalplay.core.rules import Rule
 
-from ._single import _box, _numpy_obs, _rules, _Single
+from ._single import _box, _rules, _Single
 from .core import OBS_MODES, BlicketBatch, TaskConfig
+from .task import _numpy_obs
 
 __all__ = ["BlicketEnv", "IVRE", "EST", "EST_ACRE", "make_ivre", "make_est", "make_est_acre", "make_est_v0",
            "observation_space"]
@@ -128,7 +130,6 @@ class BlicketEnv(_Single):
         self.obs_mode = obs_mode
         self.observation_space = observation_space(config, obs_mode)
         self.action_space = _box((2 * N,))
-        self._batch = None
 
     def _make_batch(self) -> BlicketBatch:
         return BlicketBatch(self.config, 1, self.np_random, obs_mode=self.obs_mode)
@@ -142,7 +143,7 @@ class BlicketEnv(_Single):
         if terminated or truncated:
             self._ended = True
             info.update(self._final_info())
-        return _numpy_obs(obs), float(reward[0]), terminated, truncated, info
+        return _numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
 
     def panel(self) -> dict:
         """The panel in the current observation: ``on`` (bool [N]), ``lit``, ``step`` (1-based panel number),
@@ -154,20 +155,10 @@ class BlicketEnv(_Single):
                 "phase": "context" if k < self.config.n_context else "trial"}
 
 
-def make_ivre(**kwargs) -> BlicketEnv:
-    """``causalplay/IVRE-v0`` (keyword arguments as :class:`BlicketEnv`: ``rule``, ``noise``, ``n_blickets``,
-    ``obs_mode``)."""
-    return BlicketEnv(IVRE, **kwargs)
-
-
-def make_est(**kwargs) -> BlicketEnv:
-    """``causalplay/EST-v1``: the EST paper's random context panels (keyword arguments as :class:`BlicketEnv`)."""
-    return BlicketEnv(EST, **kwargs)
-
-
-def make_est_acre(**kwargs) -> BlicketEnv:
-    """``causalplay/EST-ACRE-v0``: EST with the designed, ACRE-guaranteed context (easier than EST-v1)."""
-    return BlicketEnv(EST_ACRE, **kwargs)
+#: The entry points of ``causalplay/IVRE-v0``, ``causalplay/EST-v1`` (the EST paper's random context panels) and
+#: ``causalplay/EST-ACRE-v0`` (the designed, ACRE-guaranteed context; easier than EST-v1); keyword arguments as
+#: :class:`BlicketEnv` (``rule``, ``noise``, ``n_blickets``, ``obs_mode``).
+make_ivre, make_est, make_est_acre = (functools.partial(BlicketEnv, config) for config in (IVRE, EST, EST_ACRE))
 
 
 def warn_est_v0() -> None:

@@ -19,14 +19,9 @@ Timing (all tasks with context panels, ``T = horizon`` steps, ``C = n_context``)
   panel ``t + 1``); in actions ``1..C-1`` and ``T`` it is ignored. IVRE: 4 context panels, 6 trials.
 * Context Acc / R count actions ``1..C``; episode Acc / R all ``T`` actions.
 
-Observation modes (``obs_mode``)
---------------------------------
-* ``"panel"`` (default) -- ``[N + 4]``: the panel shown now: ``on (N), lit, count / N, panel / T, phase``.
-* ``"history"`` -- ``[2 + T (N + 1) + N]``: ``count / N``, ``shown / T`` (panels shown so far), every panel
-  so far as ``(on (N), lit)`` in order, zero-padded to ``T`` panels, then the agent's last belief (0.5
-  before the first action). The public IVRE code's content (announced count, padded history, last belief) in
-  our layout; feed-forward agents need it.
-* ``"dict"`` -- ``{"panel": [N + 4], "history": [T, N + 1], "last_belief": [N]}`` (the history zero-padded).
+Observation modes (``obs_mode``): ``"panel"`` (default; fields :func:`panel_layout`), ``"history"`` (fields
+:func:`history_layout`: the public IVRE code's content in our layout, which feed-forward agents need) and
+``"dict"`` (both); their spaces are :class:`causalplay.envs.blicket.BlicketEnv`'s "Observation Space".
 """
 
 from __future__ import annotations
@@ -39,7 +34,7 @@ from causalplay.core.rules import Rule
 from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
 from .reward import _ivre_jsd, ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
-from .task import ObsLayout, RewardSpec, as_rows, batch_action, validate_action
+from .task import ObsLayout, RewardSpec, _positive_int, _reset_rows, _row_rngs, batch_action, validate_action
 
 __all__ = ["TaskConfig", "BlicketBatch", "OBS_MODES", "jsd", "ivre_jsd", "oracle_space", "acre_types",
            "validate_action", "OBJECT_POOL", "ACRE_TYPES", "ORACLE_DTYPE"]
@@ -62,7 +57,40 @@ def history_layout(N: int, T: int) -> ObsLayout:
                         ("last_belief", N, 1.0, "the agent's previous belief (0.5 before the first action)"))
 
 
-class BlicketBatch:
+class _ConfigTask:
+    """The Task constants a Blicket-style task reads off its ``config`` (a :class:`TaskConfig`) and ``layout``."""
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self.config.rules
+
+    @property
+    def n_objects(self) -> int:
+        return self.config.n_objects
+
+    @property
+    def n_context(self) -> int:
+        return self.config.n_context
+
+    @property
+    def horizon(self) -> int:
+        """``T``: actions per episode (per machine of a sequence)."""
+        return self.config.horizon
+
+    @property
+    def rewards(self) -> RewardSpec:
+        return self.config.rewards
+
+    @property
+    def obs_size(self) -> int:
+        return self.layout.size
+
+    @property
+    def action_size(self) -> int:
+        return 2 * self.config.n_objects
+
+
+class BlicketBatch(_ConfigTask):
     """``B`` episodes of a Blicket task stepped together (torch, CPU).
 
     Parameters
@@ -84,22 +112,12 @@ class BlicketBatch:
     """
 
     def __init__(self, config: TaskConfig, batch_size: int, rng, *, obs_mode: str = "panel"):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        _positive_int(batch_size, "batch_size")
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if isinstance(rng, np.random.Generator):
-            self.rngs = None
-        else:
-            rng = list(rng)
-            if len(rng) != batch_size or not all(isinstance(g, np.random.Generator) for g in rng):
-                raise ValueError(f"rng must be a numpy Generator or {batch_size} of them (one per row), "
-                                 f"got {len(rng)} items")
-            self.rngs = rng
-        self.config = config
-        self.B = batch_size
-        self.rng = rng
-        self.obs_mode = obs_mode
+        self.rngs = _row_rngs(rng, batch_size)
+        self.config, self.B, self.obs_mode = config, batch_size, obs_mode
+        self.rng = rng if self.rngs is None else self.rngs
         N, T = config.n_objects, config.horizon
         self.layout = panel_layout(N, T) if obs_mode != "history" else history_layout(N, T)
         self._oracle = Oracle(config.rules, N, batch_size)
@@ -107,35 +125,6 @@ class BlicketBatch:
         self._allocate()
         self._np["done"][:] = True  # nothing runs before the first reset()
         self._started = False
-
-    # -- what the task tells every player ----------------------------------------------------------------
-    @property
-    def rules(self) -> tuple[Rule, ...]:
-        return self.config.rules
-
-    @property
-    def n_objects(self) -> int:
-        return self.config.n_objects
-
-    @property
-    def n_context(self) -> int:
-        return self.config.n_context
-
-    @property
-    def horizon(self) -> int:
-        return self.config.horizon
-
-    @property
-    def rewards(self) -> RewardSpec:
-        return self.config.rewards
-
-    @property
-    def obs_size(self) -> int:
-        return self.layout.size
-
-    @property
-    def action_size(self) -> int:
-        return 2 * self.config.n_objects
 
     # -- sampling ----------------------------------------------------------------------------------------
     def _sample(self, rows: np.ndarray) -> Episodes:
@@ -161,10 +150,7 @@ class BlicketBatch:
     def reset(self, rows=None):
         """Start new episodes in ``rows`` (``None``: all; a bool mask ``[B]`` or indices); returns the observation
         of every row."""
-        if not self._started and rows is not None:
-            raise RuntimeError("the first reset() must reset every row (rows=None)")
-        self._started = True
-        idx = as_rows(rows, self.B).numpy()
+        idx = _reset_rows(self, rows).numpy()
         if len(idx) == 0:
             return self.observation()
         ep = self._sample(idx)

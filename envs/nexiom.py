@@ -53,7 +53,6 @@ class NexiomEnv(_Single):
         self.budget = budget
         self.observation_space = spaces.Box(0.0, 1.0, (8,), np.float32)
         self.action_space = spaces.Box(0.0, 1.0, (10,), np.float32)
-        self._batch = None
 
     def _make_batch(self) -> NexiomBatch:
         return NexiomBatch(1, self.np_random, budget=self.budget)

@@ -24,7 +24,7 @@ import torch
 from causalplay.core.rules import make_rule
 
 from .machine import machine_lit
-from .task import ObsLayout, RewardSpec, as_rows, batch_action
+from .task import ObsLayout, RewardSpec, _positive_int, _reset_rows, _row_rngs, batch_action
 
 __all__ = ["NexiomBatch"]
 
@@ -42,22 +42,15 @@ class NexiomBatch:
 
     def __init__(self, batch_size: int, rng, *, n_objects: int = 4, n_blickets: int = 2,
                  budget: int = 16, solve_reward: float = 20.0, test_cost: float = 1.0):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ValueError(f"budget must be a positive integer, got {budget!r}")
+        _positive_int(batch_size, "batch_size")
+        _positive_int(budget, "budget")
         if isinstance(n_objects, bool) or not isinstance(n_objects, int) or not 1 <= n_objects <= 16:
             raise ValueError(f"n_objects must be an integer in [1, 16], got {n_objects!r}")
         if not 1 <= n_blickets <= n_objects:
             raise ValueError(f"need 1 <= n_blickets <= n_objects, got {n_blickets} and {n_objects}")
-        if isinstance(rng, np.random.Generator):
-            self.rngs = None
-        else:
-            rng = list(rng)
-            if len(rng) != batch_size:
-                raise ValueError(f"rng must be a numpy Generator or {batch_size} of them, got {len(rng)}")
-            self.rngs = rng
-        self.B, self.rng, self.n_objects, self.budget = batch_size, rng, n_objects, budget
+        self.rngs = _row_rngs(rng, batch_size)
+        self.rng = rng if self.rngs is None else self.rngs
+        self.B, self.n_objects, self.budget = batch_size, n_objects, budget
         self.count, self.solve_reward, self.test_cost = n_blickets, solve_reward, test_cost
         self.rules = (make_rule("disjunctive"), make_rule("conjunctive"))
         self.n_context = 0
@@ -99,10 +92,7 @@ class NexiomBatch:
         """New episodes in ``rows`` (``None``: all). ``rule_idx [r]`` (0 disjunctive, 1 conjunctive) and
         ``blickets [r, N]`` (bool) fix those rows' worlds instead of drawing them (the uniforms are still
         drawn, so the generator advances the same way)."""
-        if not self._started and rows is not None:
-            raise RuntimeError("the first reset() must reset every row (rows=None)")
-        self._started = True
-        idx = as_rows(rows, self.B)
+        idx = _reset_rows(self, rows)
         n, N = len(idx), self.n_objects
         if n == 0:
             return self.observation()
@@ -122,11 +112,8 @@ class NexiomBatch:
         self.rule_idx[idx], self.blickets[idx] = r, b
         self.n_blickets[idx] = b.sum(-1)
         self.uniforms[idx] = torch.as_tensor(u[:, 1 + N:])
-        for name in ("t", "tests"):
+        for name in ("t", "tests", "on", "lit_now", "done", "solved", "rule_correct", "returns"):
             getattr(self, name)[idx] = 0
-        for name in ("on", "lit_now", "done", "solved", "rule_correct"):
-            getattr(self, name)[idx] = False
-        self.returns[idx] = 0.0
         return self.observation()
 
     def observation(self) -> torch.Tensor:

@@ -2,13 +2,8 @@
 
 :class:`OverhypothesisBatch` is a :class:`causalplay.envs.task.Task` (``B`` sequences stepped together) and
 :class:`OverhypothesisEnv` its gymnasium env (``B = 1``, same code path); ``gymnasium.make_vec`` runs ``B`` of
-them natively (:class:`causalplay.envs.vector.TaskVectorEnv`).
-
-Each sequence draws **one rule** (uniformly from the task's rules: disjunctive or conjunctive), then plays ``K``
-machines (5) under it. Every machine is an IVRE episode with fresh objects, a fresh blicket set (2-4 blickets,
-the same counts for both rules so the count does not give the rule away) and fresh context panels, with the
-IVRE action / reward layout. With ``rule_per="episode"`` (the control) the rule is redrawn for every machine,
-so there is nothing to transfer.
+them natively (:class:`causalplay.envs.vector.TaskVectorEnv`). The task is described on :class:`OverhypothesisEnv`;
+both rules allow the same blicket counts (2-4), so the count does not give the rule away.
 
 Randomness: a sequence reset draws one uniform (the rule) and then the machine's block of uniforms
 (:mod:`causalplay.envs.sampling`); each later machine draws its own block. Rows may own generators (the vector
@@ -21,14 +16,13 @@ import dataclasses
 
 import numpy as np
 import torch
-from gymnasium import spaces
 
 from causalplay.core.rules import make_rule
 
-from ._single import _box, _numpy_obs, _Single
-from .core import BlicketBatch
+from ._single import _box, _Single
+from .core import BlicketBatch, _ConfigTask
 from .sampling import Episodes, TaskConfig
-from .task import ObsLayout, as_rows, batch_action
+from .task import ObsLayout, _numpy_obs, _reset_rows, batch_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
            "RULE_PER"]
@@ -54,7 +48,7 @@ class _Machines(BlicketBatch):
         return ep
 
 
-class OverhypothesisBatch:
+class OverhypothesisBatch(_ConfigTask):
     """``B`` sequences of ``K`` Blicket machines sharing a rule (a :class:`~causalplay.envs.task.Task`).
 
     Parameters
@@ -73,10 +67,8 @@ class OverhypothesisBatch:
         The IVRE observation of the current machine (:mod:`causalplay.envs.core`) followed by one field
         ``episode`` = (machine index + 1) / K.
 
-    Stepping: an action goes to the current machine of each row. When a machine ends (solved, or its ``T`` = 10
-    actions used) and it was not the ``K``-th, the row's next observation is the first panel of a fresh machine
-    and ``terminated = truncated = False``; the sequence ends with its ``K``-th machine (``terminated`` if that
-    machine was solved, else ``truncated``). Rewards are the machine's IVRE rewards.
+    Stepping: an action goes to the current machine of each row, with that machine's IVRE rewards; machines follow
+    one another and the sequence ends as :class:`OverhypothesisEnv` ("Episode End") describes.
 
     Attributes
     ----------
@@ -113,21 +105,7 @@ class OverhypothesisBatch:
         self.done = torch.from_numpy(self._np["done"])
         self._started = False
 
-    # -- what the task tells every player ---------------------------------------------------------------------
-    rules = property(lambda self: self.config.rules)
-    n_objects = property(lambda self: self.config.n_objects)
-    n_context = property(lambda self: self.config.n_context)
-    horizon = property(lambda self: self.config.horizon, doc="``T``: actions per machine.")
-    rewards = property(lambda self: self.config.rewards)
     n_episodes = property(lambda self: self.K)
-
-    @property
-    def obs_size(self) -> int:
-        return self.layout.size
-
-    @property
-    def action_size(self) -> int:
-        return 2 * self.config.n_objects
 
     # the current machine's state (views of the inner engine)
     blickets = property(lambda self: self.machines.blickets)
@@ -155,10 +133,7 @@ class OverhypothesisBatch:
 
     def reset(self, rows=None) -> torch.Tensor:
         """Start new sequences in ``rows`` (None: all); returns every row's observation."""
-        if not self._started and rows is not None:
-            raise RuntimeError("the first reset() must reset every row (rows=None)")
-        idx = as_rows(rows, self.B).numpy()
-        self._started = True
+        idx = _reset_rows(self, rows).numpy()
         if len(idx):
             self._draw_rules(idx)
             x = self._np
@@ -277,7 +252,6 @@ class OverhypothesisEnv(_Single):
         self.n_objects = N = self.config.n_objects
         self.observation_space = _box((probe.obs_size,))
         self.action_space = _box((2 * N,))
-        self._batch = None
 
     def _make_batch(self) -> OverhypothesisBatch:
         return OverhypothesisBatch(self.config, 1, self.np_random, **self.kw)
@@ -305,13 +279,8 @@ class OverhypothesisEnv(_Single):
             info["new_objects"] = [int(i) for i in m.objects[0]]
         if terminated or truncated:
             self._ended = True
-        return _numpy_obs(obs), float(reward[0]), terminated, truncated, info
+        return _numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
 
 
-def observation_space(batch: OverhypothesisBatch) -> spaces.Space:
-    return _box((batch.obs_size,))
-
-
-def make_overhypothesis(**kwargs) -> OverhypothesisEnv:
-    """``causalplay/Overhypothesis-v0`` (keyword arguments as :class:`OverhypothesisEnv`)."""
-    return OverhypothesisEnv(**kwargs)
+#: The entry point of ``causalplay/Overhypothesis-v0``.
+make_overhypothesis = OverhypothesisEnv

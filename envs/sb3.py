@@ -14,7 +14,7 @@ import torch
 from gymnasium.utils import seeding
 from stable_baselines3.common.vec_env import VecEnv
 
-from .task import as_rows, validate_action
+from .task import _numpy_obs, as_rows, validate_action
 
 __all__ = ["SB3VecEnv", "make_sb3_vec"]
 
@@ -43,17 +43,12 @@ class SB3VecEnv(VecEnv):
         self.task = None
         self._actions = None
 
-    def _obs(self, obs, rows=None):
-        if isinstance(obs, dict):
-            return {k: (v if rows is None else v[rows]).numpy() for k, v in obs.items()}
-        return (obs if rows is None else obs[rows]).numpy()
-
     def reset(self):
         rngs = [seeding.np_random(s)[0] for s in self._seeds]
         self._reset_seeds()
         self._reset_options()
         self.task = self._factory(self.num_envs, rngs)
-        return self._obs(self.task.reset())
+        return _numpy_obs(self.task.reset())
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -69,13 +64,13 @@ class SB3VecEnv(VecEnv):
         infos: list[dict] = [{} for _ in range(self.num_envs)]
         if done.any():
             rows = np.flatnonzero(done)
-            final = self._obs(obs, torch.as_tensor(rows))
+            final = _numpy_obs(obs, torch.as_tensor(rows))
             for j, i in enumerate(rows):
                 infos[i]["terminal_observation"] = ({k: v[j] for k, v in final.items()} if isinstance(final, dict)
                                                     else final[j])
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i]) and not bool(term[i])
             obs = self.task.reset(as_rows(done, self.num_envs))
-        return self._obs(obs), reward.numpy().astype(np.float32), done, infos
+        return _numpy_obs(obs), reward.numpy().astype(np.float32), done, infos
 
     def close(self) -> None:
         self.task = None

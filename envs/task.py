@@ -135,6 +135,38 @@ def as_rows(rows, B: int) -> torch.Tensor:
     return r.sort().values.long()
 
 
+def _positive_int(value, name: str) -> int:
+    """``value`` if it is a positive Python int (not a bool), else a ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _row_rngs(rng, batch_size: int) -> list[np.random.Generator] | None:
+    """``None`` when ``rng`` is one generator for the whole batch, else the checked list of one per row."""
+    if isinstance(rng, np.random.Generator):
+        return None
+    rng = list(rng)
+    if len(rng) != batch_size or not all(isinstance(g, np.random.Generator) for g in rng):
+        raise ValueError(f"rng must be a numpy Generator or {batch_size} of them (one per row), got {len(rng)} items")
+    return rng
+
+
+def _reset_rows(task, rows) -> torch.Tensor:
+    """The rows a ``reset(rows)`` of ``task`` starts (:func:`as_rows`); the first reset must start every row."""
+    if not task._started and rows is not None:
+        raise RuntimeError("the first reset() must reset every row (rows=None)")
+    task._started = True
+    return as_rows(rows, task.B)
+
+
+def _numpy_obs(obs, rows=slice(None)):
+    """A task's observation (a tensor, or a dict of them) as numpy, restricted to ``rows``."""
+    if isinstance(obs, dict):
+        return {k: v[rows].numpy() for k, v in obs.items()}
+    return obs[rows].numpy()
+
+
 def validate_action(action, n_values: int) -> torch.Tensor:
     """Check an action batch ``[B, n_values]`` (or ``[n_values]``): finite, in [0, 1]; returns float64 tensor."""
     if isinstance(action, torch.Tensor):
