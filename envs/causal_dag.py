@@ -1,13 +1,13 @@
 """Causal DAG worlds (Lampinen et al. 2023, appendix A.1): a batched torch core and a gymnasium env.
 
-:class:`CausalDAGBatch` steps ``B`` episodes in lock-step (the Task interface: ``reset()`` / ``reset(rows)``,
-``step(action) -> (obs, reward, terminated, truncated)``, observation layout and reward constants as data);
+:class:`CausalDAGBatch` steps ``B`` episodes in lock-step (a :class:`causalplay.envs.task.Task`);
 :class:`CausalDAGEnv` runs one episode on the same code (``B = 1``). See the class docstrings for every choice
 the paper's text leaves open, and ``docs/causal-dag.md``.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -431,8 +431,6 @@ class CausalDAGEnv(gym.Env):
         kwargs.setdefault("n_variables", 10 if kwargs.get("adaptive") else 5)
         self.config = DAGConfig(**kwargs)
         if self.config.legacy_goal_obs:
-            import warnings
-
             warnings.warn("causalplay/CausalDAG-v0 and CausalDAG-Adaptive-v0 are deprecated: use the -v1 ids (the "
                           "same episodes; the last observation's intervention block fixed)", DeprecationWarning,
                           stacklevel=2)

@@ -59,19 +59,18 @@ class NexiomEnv(_Single):
 
     def step(self, action):
         a = self._one_action(action, 10)
-        obs, reward, term, trunc = self._batch.step(a[None], check=False)
-        info = {"step": int(self._batch.t[0]), "tests": int(self._batch.tests[0])}
+        b = self._batch
+        obs, reward, term, trunc = b.step(a[None], check=False)
+        info = {"step": int(b.t[0]), "tests": int(b.tests[0])}
         if bool(term[0]):
             self._ended = True
-            info.update(self._final_info())
-            info["solved"] = bool(self._batch.solved[0])
-            info["rule_correct"] = bool(self._batch.rule_correct[0])
+            info.update(self._final_info(), solved=bool(b.solved[0]), rule_correct=bool(b.rule_correct[0]))
         return obs[0].numpy(), float(reward[0]), bool(term[0]), bool(trunc[0]), info
 
     def panel(self) -> dict:
-        if self._batch is None or not self._batch._started:
-            raise RuntimeError("call reset() first")
         b = self._batch
+        if b is None or not b._started:
+            raise RuntimeError("call reset() first")
         tested = int(b.tests[0])
         return {"on": b.on[0].numpy().copy(), "lit": bool(b.lit_now[0]), "step": tested,
                 "phase": "trial" if tested else "context"}

@@ -127,11 +127,6 @@ class PhysicsBatch:
                 "attempts": self.attempts.copy(), "invalid": self.invalid.copy(), "solved_at": self.solved_at.copy()}
 
 
-def _draw(rng: np.random.Generator, templates, n_tasks: int) -> str:
-    """A task key drawn with ``rng``: a template, then a task index."""
-    return f"{templates[int(rng.integers(len(templates)))]:02d}:{int(rng.integers(n_tasks)):03d}"
-
-
 def draw_batch(batch_size: int, rng, tier: str = "B", templates=None, n_tasks: int = N_TASKS,
                **kwargs) -> PhysicsBatch:
     """A :class:`PhysicsBatch` of ``batch_size`` tasks, each drawn as :class:`PhysicsEnv` draws one (``rng``: a
@@ -140,7 +135,9 @@ def draw_batch(batch_size: int, rng, tier: str = "B", templates=None, n_tasks: i
         raise ValueError(f"n_tasks must lie in [1, {N_TASKS}], got {n_tasks!r}")
     templates = tuple(range(len(TEMPLATES)) if templates is None else templates)
     gens = rng if isinstance(rng, list | tuple) else [rng] * batch_size
-    return PhysicsBatch([get_task(tier, _draw(g, templates, n_tasks)) for g in gens], tier, **kwargs)
+    # each task key: a template, then a task index
+    keys = [f"{templates[int(g.integers(len(templates)))]:02d}:{int(g.integers(n_tasks)):03d}" for g in gens]
+    return PhysicsBatch([get_task(tier, key) for key in keys], tier, **kwargs)
 
 
 class PhysicsEnv(gym.Env):
@@ -192,8 +189,8 @@ class PhysicsEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.task = get_task(self.tier, _draw(self.np_random, self.templates, self.n_tasks))
-        self.batch = PhysicsBatch([self.task], self.tier, budget=1)
+        self.batch = draw_batch(1, self.np_random, self.tier, self.templates, self.n_tasks, budget=1)
+        self.task = self.batch.tasks[0]
         self.batch.reset()
         return self._obs(), {"key": self.task.key, "template": TEMPLATES[self.task.template]}
 
