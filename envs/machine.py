@@ -1,9 +1,8 @@
 """The Blicket machine and the oracle: how a trial lights the machine, and what an ideal observer knows.
 
 The machine's response comes from :meth:`causalplay.core.rules.Rule.p_lit` -- the one place the likelihood lives,
-shared with the Pyro models and the exact engine. The oracle is the blicket marginal under a uniform prior
-over all ``2^N`` sets and the episode's true rule (for a deterministic rule: the fraction of assignments
-consistent with the panels that contain the object), computed with :func:`causalplay.core.exact.observe`.
+shared with the Pyro models and the exact engine. The oracle (:class:`Oracle`) is the blicket marginal given the
+panels under a uniform prior over all ``2^N`` sets and the task's rules.
 """
 
 from __future__ import annotations

@@ -189,7 +189,6 @@ class PixelBatch:
             raise TypeError(f"renderer: expected a causalplay.render.Renderer, got {type(renderer).__name__}")
         self.symbolic, self.renderer = symbolic, renderer
         self._pool = [dict(zip(("shape", "material", "color"), o, strict=True)) for o in OBJECT_POOL]
-        self.rendered = 0  # frames requested (cache hits included)
 
     def __getattr__(self, name: str):
         # config, rules, n_objects, n_context, horizon, rewards, B, done, t, record, oracle, ... are the symbolic's
@@ -207,7 +206,6 @@ class PixelBatch:
             todo = [make_frame([self._pool[j] for j in objs[b]], panels[b, k[b]].tolist(), bool(lit[b, k[b]]))
                     for b in rows]
             frames[rows] = np.stack(self.renderer.render_frames(todo))
-            self.rendered += len(rows)
         import torch
 
         return {"frame": torch.from_numpy(frames), "count": s.n_blickets.clone()}
