@@ -78,11 +78,15 @@ def blicket_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: t
         blickets = pyro.deterministic("blickets", sets[idx], event_dim=1)
         k = (trials.to(dtype) * blickets).sum(-1)  # [..., B, T]
         p = table[rule, k.round().long()]
-        with pyro.plate("trials", T, dim=-1):
-            d = dist.Bernoulli(probs=p)
-            if mask is not None:
-                d = d.mask(mask)
-            return pyro.sample("lit", d, obs=lit)
+        return lit_site(p, T, lit, mask)
+
+
+def lit_site(p: torch.Tensor, T: int, lit: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
+    """The ``lit`` site of every Blicket model: ``Bernoulli(p)`` in the ``trials`` plate (size ``T``, dim -1),
+    observed when ``lit`` is given; padding (``mask=False``) contributes nothing."""
+    with pyro.plate("trials", T, dim=-1):
+        d = dist.Bernoulli(probs=p)
+        return pyro.sample("lit", d if mask is None else d.mask(mask), obs=lit)
 
 
 class _HypothesisSets(dist.TorchDistribution):

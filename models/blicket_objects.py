@@ -24,6 +24,7 @@ from __future__ import annotations
 import pyro
 import pyro.distributions as dist
 import torch
+from causalplay.models.blicket import lit_site
 
 from causalplay.core.rules import apply_noise
 from causalplay.core.spec import WorldSpec
@@ -69,8 +70,4 @@ def blicket_objects_model(trials: torch.Tensor, lit: torch.Tensor | None = None,
         blickets = pyro.sample("blickets", spec.set_prior())
         k = (trials * blickets.to(dtype)).sum(-1).round().long()
         p = table[rule, k] if noise is None else apply_noise(base[rule, k], noise)
-        with pyro.plate("trials", T, dim=-1):
-            d = dist.Bernoulli(probs=p)
-            if mask is not None:
-                d = d.mask(mask)
-            return pyro.sample("lit", d, obs=lit)
+        return lit_site(p, T, lit, mask)

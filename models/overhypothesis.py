@@ -40,6 +40,7 @@ from __future__ import annotations
 import pyro
 import pyro.distributions as dist
 import torch
+from causalplay.models.blicket import lit_site
 from causalplay.models.sigmoid import SigmoidPrior
 
 from causalplay.core.rules import apply_noise, sigmoid_response
@@ -118,8 +119,4 @@ def overhypothesis_model(trials: torch.Tensor, lit: torch.Tensor | None = None, 
                 p = sigmoid_response(k, gain, bias)
                 if noise:
                     p = apply_noise(p, noise)
-            with pyro.plate("trials", T, dim=-1):
-                d = dist.Bernoulli(probs=p.clamp(0.0, 1.0))
-                if mask is not None:
-                    d = d.mask(mask)
-                return pyro.sample("lit", d, obs=lit)
+            return lit_site(p.clamp(0.0, 1.0), T, lit, mask)

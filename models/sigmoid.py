@@ -25,6 +25,7 @@ from __future__ import annotations
 import pyro
 import pyro.distributions as dist
 import torch
+from causalplay.models.blicket import lit_site
 
 from causalplay.core.priors import BlicketSetPrior, SigmoidPrior
 from causalplay.core.rules import sigmoid_response
@@ -47,8 +48,4 @@ def sigmoid_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: t
         blickets = pyro.sample("blickets", BlicketSetPrior(N, p=prior.blicket_prior))
         k = (trials * blickets.to(dtype)).sum(-1)
         p = sigmoid_response(k, gain, bias)
-        with pyro.plate("trials", T, dim=-1):
-            d = dist.Bernoulli(probs=p)
-            if mask is not None:
-                d = d.mask(mask)
-            return pyro.sample("lit", d, obs=lit)
+        return lit_site(p, T, lit, mask)

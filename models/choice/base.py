@@ -42,7 +42,7 @@ import torch.nn.functional as F
 
 from causalplay.core.eig import eig_bits
 from causalplay.core.exact import log_likelihood
-from causalplay.core.history import codes_to_vectors, set_to_code
+from causalplay.core.history import History, HistoryBatch, codes_to_vectors, set_to_code
 from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
@@ -295,15 +295,16 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
             f"min_tests={learner.min_tests} ({len(few)} such participant(s): {[k for k, _ in few[:5]]}); drop them "
             f"with data.subset(...) or fit with learner=LearnerConfig(min_tests=0)")
     rule_index = {r: i for i, r in enumerate(LEARNER_RULES)}
+    judgement = []  # rule * 2**N + set code, -1 when not given
     for _, row in data.participants.iterrows():
-        rc = row.get("rule_choice")
+        jb, rc = row.get("judged_blickets"), row.get("rule_choice")
         if isinstance(rc, str) and rc not in rule_index:
             raise ValueError(
                 f"participant {row['participant']!r} chose rule {rc!r}, which the modelled learner does not consider "
                 f"(it knows {list(LEARNER_RULES)}); set rule_choice empty to treat the judgement as missing, or "
                 f"drop the participant")
-    pid, t, choice, test_index, trials, lits, masks, tested = [], [], [], [], [], [], [], []
-    T = max((len(h) for h in hist.values()), default=0)
+        judgement.append(-1 if jb is None or not isinstance(rc, str) else rule_index[rc] * n_sets + set_to_code(jb))
+    pid, t, choice, test_index, prefixes, tested = [], [], [], [], [], []
     for p, key in enumerate(data.ids):
         h = hist[key]
         codes = [set_to_code(np.flatnonzero(x)) for x in h.trials]
@@ -318,32 +319,17 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
             t.append(n_own)  # the participant's own tests so far
             choice.append(codes[j] if j < len(h) else n_sets)
             test_index.append(j + 1)
-            tr = np.zeros((max(T, 1), N), dtype=bool)
-            lt = np.zeros(max(T, 1), dtype=bool)
-            mk = np.zeros(max(T, 1), dtype=bool)
-            tr[:j], lt[:j], mk[:j] = h.trials[:j], h.lit[:j], True
-            trials.append(tr)
-            lits.append(lt)
-            masks.append(mk)
+            prefixes.append(History(h.trials[:j], h.lit[:j]))  # what was seen before the decision
             tested.append(seen.copy())
             if j < len(h):
                 seen[codes[j]] = True
                 n_own += 1
-    trials_t = torch.as_tensor(np.stack(trials)).to(torch.float64)
-    ll = log_likelihood(space, trials_t, torch.as_tensor(np.stack(lits)).to(torch.float64),
-                        torch.as_tensor(np.stack(masks)))
-    pid_t = torch.tensor(pid)
+    batch = HistoryBatch.from_histories(prefixes, N)
+    ll = log_likelihood(space, batch.trials, batch.lit, batch.mask)
     last = torch.tensor([int(np.flatnonzero(np.asarray(pid) == p).max()) for p in range(len(data.ids))])
-    judgement = []
-    for _, row in data.participants.iterrows():
-        jb, rc = row.get("judged_blickets"), row.get("rule_choice")
-        if jb is None or not isinstance(rc, str):
-            judgement.append(-1)
-        else:
-            judgement.append(rule_index[rc] * n_sets + set_to_code(jb))
     t_t = torch.tensor(t, dtype=torch.float64)
     return Features(
-        ids=list(data.ids), space=space, pid=pid_t, t=t_t, ll=ll, choice=torch.tensor(choice),
+        ids=list(data.ids), space=space, pid=torch.tensor(pid), t=t_t, ll=ll, choice=torch.tensor(choice),
         can_stop=t_t >= learner.min_tests, tested=torch.as_tensor(np.stack(tested)), candidates=cands,
         sizes=cands.sum(-1), final_ll=ll[last], judgement=torch.tensor(judgement),
         test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask,
