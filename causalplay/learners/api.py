@@ -144,8 +144,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     if choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
 
-        return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
-                           **svi_kw)[0]
+        return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32), **svi_kw)[0]
     space = HypothesisSpace.build(spec, device, dtype)
     with single_thread(threads):
         log_w = history_log_posterior(space, hist.trials, hist.lit)

@@ -19,6 +19,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -78,6 +79,7 @@ class SVIResult:
 
 
 _CONTINUOUS = {"noise": "logit", "gain": "log", "bias": "real"}
+_TO_NATURAL = {"logit": dist.transforms.SigmoidTransform(), "log": dist.transforms.ExpTransform()}
 
 
 def _with_noise_floor(spec: WorldSpec, floor: float) -> WorldSpec:
@@ -102,13 +104,8 @@ def _make_guide(B: int, R: int, N: int, init_logit: float, continuous: tuple[str
                 scale = pyro.param(f"{name}_scale", torch.full((B, 1), 0.3, dtype=dtype, device=device),
                                    constraint=dist.constraints.positive)
                 base = dist.Normal(loc, scale)
-                kind = _CONTINUOUS[name]
-                if kind == "logit":
-                    pyro.sample(name, dist.TransformedDistribution(base, dist.transforms.SigmoidTransform()))
-                elif kind == "log":
-                    pyro.sample(name, dist.TransformedDistribution(base, dist.transforms.ExpTransform()))
-                else:
-                    pyro.sample(name, base)
+                to_natural = _TO_NATURAL.get(_CONTINUOUS[name])
+                pyro.sample(name, base if to_natural is None else dist.TransformedDistribution(base, to_natural))
             pyro.sample("blickets", dist.Bernoulli(logits=logits).to_event(1))
 
     return guide
@@ -138,8 +135,7 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     """
     if (spec is None) == (sigmoid_prior is None):
         raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
-    if options is None:
-        options = SVIOptions()
+    options = SVIOptions() if options is None else options
     if not isinstance(options, SVIOptions):
         raise TypeError(f"options must be an SVIOptions, got {type(options).__name__}")
     options = options.resolve(**LEARNER_DEFAULTS)
@@ -172,20 +168,13 @@ def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
         if spec.n_objects != N:
             raise ValueError(f"spec has n_objects={spec.n_objects} but the histories have {N} objects")
         fit_spec = spec if noise_prior is not None else _with_noise_floor(spec, options.noise_floor)
-        R = len(spec.rules)
-        p0 = min(max(spec.blicket_prior, 1e-3), 1 - 1e-3)
+        model = partial(blicket_objects_model, spec=fit_spec, noise_prior=noise_prior)
+        R, rule_names, p0 = len(spec.rules), spec.rule_names, spec.blicket_prior
         continuous = ("noise",) if noise_prior is not None else ()
-
-        def model(t, y, m):
-            return blicket_objects_model(t, y, m, spec=fit_spec, noise_prior=noise_prior)
-
-        rule_names = spec.rule_names
     else:
-        R, p0, continuous, rule_names = 0, min(max(sigmoid_prior.blicket_prior, 1e-3), 1 - 1e-3), ("bias", "gain"), ()
-
-        def model(t, y, m):
-            return sigmoid_model(t, y, m, prior=sigmoid_prior)
-
+        model = partial(sigmoid_model, prior=sigmoid_prior)
+        R, rule_names, p0, continuous = 0, (), sigmoid_prior.blicket_prior, ("bias", "gain")
+    p0 = min(max(p0, 1e-3), 1 - 1e-3)
     guide = _make_guide(B, R, N, math.log(p0 / (1 - p0)), continuous, dtype, device)
     # Rules are enumerated exactly (TraceEnum); the sigmoid model has nothing to enumerate.
     elbo = (TraceEnum_ELBO if R > 0 else Trace_ELBO)(max_plate_nesting=2, num_particles=options.particles,
@@ -267,8 +256,7 @@ class SVIBeliefs:
         rp = torch.as_tensor(self.result.rule_probs[self.index])
         rule = torch.multinomial(rp, self.n_samples, replacement=True, generator=g)
         probs = torch.sigmoid(torch.as_tensor(self.result.blicket_logits[self.index]))[rule]
-        sets = torch.bernoulli(probs, generator=g)
-        return rule, sets
+        return rule, torch.bernoulli(probs, generator=g)
 
     def _lit_probs(self, trials: np.ndarray) -> torch.Tensor:
         rule, sets = self._samples()
@@ -280,21 +268,20 @@ class SVIBeliefs:
         vec = parse_trial(objects, self.n_objects, where="predict")
         return float(self._lit_probs(vec[None]).mean())
 
+    def _candidates(self, trials) -> np.ndarray:
+        if trials is None and self.n_objects > 16:
+            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
+                             "candidate trials")
+        return all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
+
     def eig(self, trials=None, target: str = "joint") -> np.ndarray:
         if check_target(target) != "joint":
             raise ValueError("SVI beliefs estimate only target='joint' EIG; use the exact engine for others")
-        if trials is None and self.n_objects > 16:
-            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
-                             "candidate trials")
-        cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
-        P = self._lit_probs(cand)
+        P = self._lit_probs(self._candidates(trials))
         return (binary_entropy_bits(P.mean(0)) - binary_entropy_bits(P).mean(0)).clamp_min(0).numpy()
 
     def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:
-        if trials is None and self.n_objects > 16:
-            raise ValueError(f"scoring all 2**{self.n_objects} - 1 trials is too many for Monte Carlo EIG; pass "
-                             "candidate trials")
-        cand = all_trials(self.n_objects) if trials is None else parse_trials(trials, self.n_objects)
+        cand = self._candidates(trials)
         return tuple(np.flatnonzero(cand[int(np.argmax(self.eig(cand, target)))]).tolist())
 
     def to_frame(self) -> pd.DataFrame:
