@@ -57,6 +57,11 @@ def log_density(feats: Features, par: Parameterisation, judgements: bool, q: dic
 
 
 # ---- NUTS and SVI through the one driver (causalplay.core.pyro) ------------------------------------------------
+def _pyro_name(site: str) -> str:
+    """The Pyro model's name of an unconstrained site: ``<name>_logsigma`` is sampled as ``<name>_sigma``."""
+    return site[: -len("_logsigma")] + "_sigma" if site.endswith("_logsigma") else site
+
+
 def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
                  chain: int):
     """Chain ``chain``'s potential and start (run in the chain's process: the density is traced there)."""
@@ -74,37 +79,33 @@ def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOp
     run = run_nuts(partial(_chain_setup, feats, par, judgements, opts, seed), opts, seed=seed,
                    desc=f"NUTS {par.model.name}")
     smp = dict(run.samples)
-    for k in [k for k in smp if k.endswith("_logsigma")]:
-        smp[k[: -len("_logsigma")] + "_sigma"] = smp.pop(k).exp()
+    for k in [k for k in smp if k.endswith("_logsigma")]:  # moved to the end, as the posterior has always had them
+        smp[_pyro_name(k)] = smp.pop(k).exp()
     return smp, run.diverging, run.cpu_seconds if run.in_workers else 0.0, run.step_size
 
 
 def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0: dict, jit: bool):
-    keys = list(q0)
-    if not jit:
-        def joint(*vals):
-            return log_density(feats, par, judgements, dict(zip(keys, vals, strict=True)))
-
-        return keys, joint
+    """The site names and ``joint(*values)``: :func:`log_density` at the point with those values, ``jit``: traced."""
     # torch keeps every traced graph, with its constant tensors, for the life of the process (one global
     # compilation unit: pytorch/pytorch#35600). The data tensors therefore go in as inputs, not constants, so the
     # graph left behind does not hold a fit's data (with SVI's optimised plans off, see _svi, this took the
     # memory left per fit from ~6 MB to ~2 MB).
+    keys = list(q0)
     names = [f.name for f in fields(feats) if isinstance(getattr(feats, f.name), torch.Tensor)]
     data = tuple(getattr(feats, n) for n in names)
-    n_keys = len(keys)
 
     def density(*args):
-        vals, tensors = args[:n_keys], args[n_keys:]
+        vals, tensors = args[:len(keys)], args[len(keys):]
         return log_density(replace(feats, **dict(zip(names, tensors, strict=True))), par, judgements,
                            dict(zip(keys, vals, strict=True)))
 
-    with warnings.catch_warnings():  # tracer warnings about python scalars: the graph has no data branches
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        traced = torch.jit.trace(density, tuple(q0.values()) + data, check_trace=False)
+    if jit:
+        with warnings.catch_warnings():  # tracer warnings about python scalars: the graph has no data branches
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            density = torch.jit.trace(density, tuple(q0.values()) + data, check_trace=False)
 
     def joint(*vals):
-        return traced(*vals, *data)
+        return density(*vals, *data)
 
     return keys, joint
 
@@ -137,10 +138,7 @@ def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOpti
         raw = {}
         for k, m, s in zip(keys, loc, log_scale, strict=True):
             d = m + s.exp() * torch.randn((opts.draws, *m.shape), generator=gen, dtype=m.dtype)
-            if k.endswith("_logsigma"):
-                raw[k[: -len("_logsigma")] + "_sigma"] = d.exp()[None]
-            else:
-                raw[k] = d[None]
+            raw[_pyro_name(k)] = (d.exp() if k.endswith("_logsigma") else d)[None]
     return raw, losses
 
 
@@ -478,8 +476,7 @@ def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, 
     if list(idata.posterior["participant"].values) != feats.ids:
         raise ValueError("data are not the participants of this fit (participant lists differ)")
     par = Parameterisation(cm, hierarchical, feats.n_participants)
-    names = [k[: -len("_logsigma")] + "_sigma" if k.endswith("_logsigma") else k for k in par.sites()]
-    raw = {k: torch.as_tensor(idata.posterior[k].values) for k in names}
+    raw = {k: torch.as_tensor(idata.posterior[k].values) for k in map(_pyro_name, par.sites())}
     method = "nuts" if "sample_stats" in idata.groups() else "svi"
     return Fit(cm, par, method, NUTSOptions() if method == "nuts" else SVIOptions(), learner, data, feats, raw,
                float("nan"), float("nan"), "judgement" in idata.log_likelihood, extra={"loaded": True}, _idata=idata)

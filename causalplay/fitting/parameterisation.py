@@ -59,31 +59,27 @@ class Parameterisation:
         return p.level == "participant" and self.hierarchical
 
     # ---- site layout ------------------------------------------------------------------------------------
-    def sites(self) -> dict[str, tuple[int, ...]]:
-        """Unconstrained NUTS sites and their shapes (hierarchical scales as ``<name>_logsigma``)."""
-        P, out = self.n_participants, {}
+    def _layout(self) -> list[tuple[Param, str, tuple[int, ...]]]:
+        """``(parameter, site suffix, shape)`` of every unconstrained NUTS site, in site order."""
+        P, out = self.n_participants, []
         for p in self.params:
             if p.level == "shared":
-                out[p.name + "_raw"] = ()
+                out.append((p, "_raw", ()))
             elif self.hierarchical:
-                out.update({p.name + "_mu": (), p.name + "_logsigma": (), p.name + "_z": (P,)})
+                out += [(p, "_mu", ()), (p, "_logsigma", ()), (p, "_z", (P,))]
             else:
-                out[p.name + "_raw"] = (P,)
+                out.append((p, "_raw", (P,)))
         return out
+
+    def sites(self) -> dict[str, tuple[int, ...]]:
+        """Unconstrained NUTS sites and their shapes (hierarchical scales as ``<name>_logsigma``)."""
+        return {p.name + s: shape for p, s, shape in self._layout()}
 
     def init(self, jitter: float = 0.0, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
         """A starting point: the prior centre (``z = 0``, ``sigma = 0.5``) plus ``jitter`` x N(0, 1) noise, so
         chains start apart and R-hat can see chains that do not meet."""
-        q = {}
-        for p in self.params:
-            if p.level == "shared":
-                q[p.name + "_raw"] = torch.tensor(p.loc, dtype=_F64)
-            elif self.hierarchical:
-                q[p.name + "_mu"] = torch.tensor(p.loc, dtype=_F64)
-                q[p.name + "_logsigma"] = torch.tensor(math.log(0.5), dtype=_F64)
-                q[p.name + "_z"] = torch.zeros(self.n_participants, dtype=_F64)
-            else:
-                q[p.name + "_raw"] = torch.full((self.n_participants,), p.loc, dtype=_F64)
+        start = {"_logsigma": math.log(0.5), "_z": 0.0}  # _raw and _mu: the prior's loc
+        q = {p.name + s: torch.full(shape, start.get(s, p.loc), dtype=_F64) for p, s, shape in self._layout()}
         if jitter:
             q = {k: v + jitter * torch.randn(v.shape, generator=generator, dtype=_F64) for k, v in q.items()}
         return q
@@ -145,35 +141,30 @@ class Parameterisation:
 
     def group_sites(self) -> list[str]:
         """Raw sites that are not per participant (group-level and shared)."""
-        out = []
-        for p in self.params:
-            if p.level == "shared":
-                out.append(p.name + "_raw")
-            elif self.hierarchical:
-                out += [p.name + "_mu", p.name + "_sigma"]
-        return out
+        return [p.name + ("_sigma" if s == "_logsigma" else s) for p, s, shape in self._layout() if shape == ()]
 
     def new_participants(self, group: dict | None, n_draws: int, n_new: int,
                          generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Raw sites of ``n_new`` **new** participants for each of ``n_draws`` draws of the group-level sites
         (``group``: site -> ``[n_draws]``; ``None`` or flat fits: from the prior)."""
+        def randn(*shape: int) -> torch.Tensor:
+            return torch.randn(*shape, generator=generator, dtype=_F64)
+
         raw = {}
         for p in self.params:
             if p.level == "shared":
                 key = p.name + "_raw"
-                raw[key] = group[key] if group is not None and key in group else \
-                    p.loc + p.scale * torch.randn(n_draws, generator=generator, dtype=_F64)
+                raw[key] = group[key] if group is not None and key in group else p.loc + p.scale * randn(n_draws)
             elif self.hierarchical:
                 if group is None:
-                    raw[p.name + "_mu"] = p.loc + p.scale * torch.randn(n_draws, generator=generator, dtype=_F64)
-                    raw[p.name + "_sigma"] = (self.sigma_scale * torch.randn(n_draws, generator=generator,
-                                                                             dtype=_F64)).abs()
+                    raw[p.name + "_mu"] = p.loc + p.scale * randn(n_draws)
+                    raw[p.name + "_sigma"] = (self.sigma_scale * randn(n_draws)).abs()
                 else:
                     raw[p.name + "_mu"] = group[p.name + "_mu"]
                     raw[p.name + "_sigma"] = group[p.name + "_sigma"]
-                raw[p.name + "_z"] = torch.randn(n_draws, n_new, generator=generator, dtype=_F64)
+                raw[p.name + "_z"] = randn(n_draws, n_new)
             else:
-                raw[p.name + "_raw"] = p.loc + p.scale * torch.randn(n_draws, n_new, generator=generator, dtype=_F64)
+                raw[p.name + "_raw"] = p.loc + p.scale * randn(n_draws, n_new)
         return raw
 
     def prior_draws(self, n_draws: int, generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -55,8 +55,7 @@ class Score:
         if self.judgements is None:
             return {}
         j = self.judgements.dropna()
-        return {"joint": float(j["joint"].sum()), "blickets": float(j["blickets"].sum()),
-                "rule": float(j["rule"].sum()), "n": len(j)}
+        return {**{part: float(j[part].sum()) for part in ("joint", "blickets", "rule")}, "n": len(j)}
 
     def __iter__(self):  # so ``total, n = fit.score(data)`` works
         return iter((self.total_nats, self.n_choices))

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from ..models.choice import ChoiceModel, LearnerConfig, get_model, step_features
+from ..models.choice.base import rule_prior_table, told_set_prior
 
 if TYPE_CHECKING:
     from ..data import TrialData
@@ -81,6 +82,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     causalplay.data.TrialData
     """
     from ..core.exact import log_likelihood
+    from ..core.history import code_to_set, codes_to_vectors
     from ..data import TrialData
     from ..envs.nexiom_core import NexiomBatch
 
@@ -91,26 +93,19 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     missing = names - set(theta)
     if missing:
         raise ValueError(f"theta lacks parameter(s) {sorted(missing)} of model {cm.name!r}")
+    for arg, values in (("rule_prior", rule_prior), ("n_blickets", n_blickets)):
+        if values is not None and len(values) != P:
+            raise ValueError(f"{arg} needs one entry per participant ({P}), got {len(values)}")
     th = {k: torch.as_tensor(np.broadcast_to(np.asarray(theta[k], dtype=np.float64), (P,)).copy()) for k in names}
     gen = torch.Generator().manual_seed(seed)
     space = learner.space(n_objects)
-    rp_table = rp_mask = None
+    ids = [f"{prefix}{i + 1:03d}" for i in range(P)]
+    rp_table = rp_mask = told = None
     if rule_prior is not None:
-        if len(rule_prior) != P:
-            raise ValueError(f"rule_prior needs one entry per participant ({P}), got {len(rule_prior)}")
-        from ..models.choice.base import rule_prior_table
-
-        ids0 = [f"{prefix}{i + 1:03d}" for i in range(P)]
-        rp_table, rp_mask = rule_prior_table(ids0, {k: v for k, v in zip(ids0, rule_prior, strict=True)
-                                                    if v is not None})
+        rp_table, rp_mask = rule_prior_table(ids, {k: v for k, v in zip(ids, rule_prior, strict=True) if v is not None})
     elif cm.transfer:
         raise ValueError(f"model {cm.name!r} needs rule_prior (the transferred P(conjunctive) per participant)")
-    told = None
     if n_blickets is not None:
-        if len(n_blickets) != P:
-            raise ValueError(f"n_blickets needs one entry per participant ({P}), got {len(n_blickets)}")
-        from ..models.choice.base import told_set_prior
-
         told = told_set_prior(space, dict(enumerate(n_blickets)), list(range(P)))
     S = 2**n_objects
     # The one Nexiom task loop: the machine, the test budget and the answer's scoring are the task's.
@@ -125,10 +120,8 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     task.reset(rule_idx=[rule_names.index(r) for r, _ in worlds], blickets=true)
     ll = torch.zeros(P, space.n_hypotheses, dtype=torch.float64)
     tested = torch.zeros(P, S, dtype=torch.bool)
-    ids = [f"{prefix}{i + 1:03d}" for i in range(P)]
     judged = torch.zeros(P, dtype=torch.long)
     log_rows: list[tuple[torch.Tensor, ...]] = []
-    bits = torch.arange(n_objects)
     t = 0
     while not bool(task.done.all()):
         active = ~task.done
@@ -146,13 +139,12 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
                 jl = cm.judgement_log_probs(jf, th)
             judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
         r, code = judged // S, judged % S
-        trial = ((choice[:, None] >> bits) & 1).to(torch.float64)
-        belief = ((code[:, None] >> bits) & 1).to(torch.float64)
+        trial = codes_to_vectors(choice, n_objects).to(torch.float64)
+        belief = codes_to_vectors(code, n_objects).to(torch.float64)
         action = torch.cat([trial, belief, stop.double()[:, None], r.double()[:, None]], 1)
         obs, _, _, _ = task.step(action)
         go = active & ~stop
-        lay = task.layout
-        lit = lay.get(obs, "lit")[:, 0]
+        lit = task.layout.get(obs, "lit")[:, 0]
         log_rows.append((torch.nonzero(go).flatten(), task.tests[go].clone(), choice[go], lit[go] > 0.5))
         upd = log_likelihood(space, trial[:, None], lit[:, None].double())
         ll = torch.where(go[:, None], ll + upd, ll)
@@ -163,16 +155,12 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     order = np.lexsort((num, who))
     tests = pd.DataFrame({
         "participant": np.asarray(ids)[who[order]], "test": num[order],
-        "objects_on": [tuple(np.flatnonzero((c >> np.arange(n_objects)) & 1).tolist()) for c in codes[order]],
+        "objects_on": [code_to_set(int(c)) for c in codes[order]],
         "lit": lits[order].astype(bool), "seconds_since_previous": None, "possible": True},
         columns=["participant", "test", "objects_on", "lit", "seconds_since_previous", "possible"])
-    parts = []
-    for i in range(P):
-        js = tuple(b for b in range(n_objects) if int(code[i]) >> b & 1)
-        tb = tuple(sorted(int(b) for b in worlds[i][1]))
-        parts.append({"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tb,
-                      "judged_blickets": js, "blickets_correct": bool(rec["blickets_correct"][i]),
-                      "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
-                      "n_tests": int(rec["n_tests"][i]),
-                      **({} if n_blickets is None else {"n_blickets": n_blickets[i]})})
+    parts = [{"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tuple(sorted(int(b) for b in w[1])),
+              "judged_blickets": code_to_set(int(code[i])), "blickets_correct": bool(rec["blickets_correct"][i]),
+              "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
+              "n_tests": int(rec["n_tests"][i]), **({} if n_blickets is None else {"n_blickets": n_blickets[i]})}
+             for i, w in enumerate(worlds)]
     return TrialData(pd.DataFrame(parts), tests, n_objects, [], f"simulate({cm.name})")

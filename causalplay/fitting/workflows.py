@@ -365,9 +365,8 @@ def model_recovery(data: TrialData, models: Sequence[str], *, generating: Sequen
     labels = {m: population_label(population.get(m)) for m in true_models}
     rows = [] if path is None else _resumable_rows(path, models, folds, datasets, labels, n_sim, len(data))
     done = {(r["true"], int(r["dataset"])) for r in rows}
-    args = [(data, m, svi, judgement, seed) for m in true_models]
-    pops = ({m: wait_result(executor.submit(_fitted_population, *a)) for m, a in zip(true_models, args, strict=True)}
-            if executor else {m: _fitted_population(*a) for m, a in zip(true_models, args, strict=True)})
+    pops = {m: wait_result(executor.submit(_fitted_population, data, m, svi, judgement, seed)) if executor
+            else _fitted_population(data, m, svi, judgement, seed) for m in true_models}
     fitted, pops = pops, _override(pops, population)
     fit_kw = {"method": "svi", "svi": svi, "judgement": judgement, "seed": seed, "n_draws": n_draws}
     jobs = []
