@@ -45,10 +45,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
-import tyro  # noqa: E402
 from causalplay.models.choice import MAIN_MODELS, build_features, get_model  # noqa: E402
 
 from causalplay.bench.executors import make_executor  # noqa: E402
+from causalplay.cli.config import parse_config  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
 from causalplay.fitting import NUTSOptions, Parameterisation, SVIOptions, compare, fit, load_fit, simulate  # noqa: E402
 from causalplay.fitting import workflows as W  # noqa: E402
@@ -229,14 +229,14 @@ def stage_compare(cfg: Config, data: TrialData, out: Path, res: dict) -> str | N
     res["best_model"], res["verdict"] = table.index[0], table.verdict
     _save(table.plot().figure, out / "heldout.png")
     # judgement models, with the main choice model: held-out judgement log-likelihood, blickets and rule apart
-    rows = []
+    rows, joint = [], {}
     for jm in ("sample", "softmax"):
         f = fits[cfg.main_model] if jm == cfg.judgement and cfg.main_model in fits else fit(
             fit_data, cfg.main_model, method="svi", svi=_svi(cfg), judgement=jm, seed=cfg.seed)
         j = f.score(held, n_draws=cfg.score_draws, seed=cfg.seed).judgements.dropna()
         rows.append({"judgement": jm, "n": len(j), **{c: j[c].sum() for c in ("joint", "blickets", "rule")}})
-        rows[-1]["_joint"] = j["joint"]
-    d = (rows[1].pop("_joint") - rows[0].pop("_joint")).to_numpy()
+        joint[jm] = j["joint"]
+    d = (joint["softmax"] - joint["sample"]).to_numpy()
     pd.DataFrame(rows).to_csv(out / "judgements.csv", index=False)
     res["judgements"] = rows
     res["judgements_softmax_minus_sample"] = {"nats": float(d.sum()),
@@ -417,13 +417,10 @@ def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> Non
         pd.DataFrame(per_rows).to_csv(out / "recovery_participant.csv", index=False)
         pd.DataFrame(group_rows).to_csv(out / "recovery_group.csv", index=False)
         print(f"[recovery] data set {k + 1}/{cfg.recovery_datasets} done", flush=True)
-    pr = pd.DataFrame(per_rows).groupby("parameter")[["r", "coverage90"]].agg(["mean", "min", "max"])
+    pr = pd.DataFrame(per_rows).groupby("parameter").agg(r_mean=("r", "mean"), r_min=("r", "min"), r_max=("r", "max"),
+                                                          coverage90_mean=("coverage90", "mean"))
     res["recovery"] = {"method": cfg.recovery_method, "datasets": cfg.recovery_datasets, "population": pop,
-                       "participant": {p: {"r_mean": float(pr.loc[p, ("r", "mean")]),
-                                           "r_min": float(pr.loc[p, ("r", "min")]),
-                                           "r_max": float(pr.loc[p, ("r", "max")]),
-                                           "coverage90_mean": float(pr.loc[p, ("coverage90", "mean")])}
-                                       for p in pr.index},
+                       "participant": {p: {k: float(v) for k, v in r.items()} for p, r in pr.iterrows()},
                        "group_coverage90": pd.DataFrame(group_rows).groupby("parameter")["covered"].mean().to_dict()}
 
 
@@ -488,17 +485,15 @@ def run(cfg: Config) -> dict:
     for m in cfg.models + (cfg.main_model,) + cfg.model_recovery_models:
         get_model(m)  # fails early, naming the model and what is available (modifiers such as +shared(...) too)
     f = None
-    for stage in STAGES:
-        if stage not in cfg.stages:
-            continue
-        t0, why = time.perf_counter(), None
+    for stage in (s for s in STAGES if s in cfg.stages):
+        t0 = time.perf_counter()
         if stage in ("ppc", "recovery") and f is None:
             f = load_fit(cfg.fit, data, model=cfg.main_model, judgement=cfg.judgement) if cfg.fit else \
                 stage_nuts(cfg, data, out, res)
         if stage == "nuts":
-            f = stage_nuts(cfg, data, out, res)
+            f, why = stage_nuts(cfg, data, out, res), None
         elif stage in ("ppc", "recovery"):
-            (stage_ppc if stage == "ppc" else stage_recovery)(cfg, data, out, res, f)
+            why = (stage_ppc if stage == "ppc" else stage_recovery)(cfg, data, out, res, f)
         else:
             why = {"prior": stage_prior, "compare": stage_compare, "crossval": stage_crossval,
                    "nuts_all": stage_nuts_all, "models": stage_models}[stage](cfg, data, out, res)
@@ -513,9 +508,7 @@ def run(cfg: Config) -> dict:
 def parse_args(argv: list[str]) -> Config:
     """The command line, generated from :class:`Config` (``--smoke`` makes :data:`SMOKE` the defaults); a usage
     error (exit 2) names the option."""
-    cfg = tyro.cli(Config, args=argv, description=__doc__)
-    if cfg.smoke:
-        cfg = tyro.cli(Config, args=argv, default=SMOKE, description=__doc__)
+    cfg = parse_config(Config, argv, smoke=SMOKE, description=__doc__)
     problems = [f"--data {cfg.data!r} is not a folder" if cfg.data is not None and not Path(cfg.data).is_dir() else "",
                 f"--workers must be 1 or more, got {cfg.workers}" if cfg.workers < 1 else "",
                 f"--model-recovery-folds must be 1 (one held-out split) or more (K-fold CV), got "
