@@ -52,17 +52,16 @@ def bench_uncached(n_frames: int, engine: str, save) -> dict:
     frames = random_frames(n_frames, 9, seed=0)
     r.render_frames(frames[:8])  # warm up the GL pipeline
     res = {"engine": r.engine, "frames": n_frames, "rss_mb": []}
-    t0, done, chunk = time.perf_counter(), 0, 64
+    t0, chunk = time.perf_counter(), 64
     with tqdm(total=n_frames, desc=f"uncached {r.engine}", unit="frame") as bar:
-        while done < n_frames:
+        for done in range(0, n_frames, chunk):
             if done % 1000 < chunk:
                 res["rss_mb"].append({"frame": done, "worker": r.worker_rss() / 2**20, "parent": rss_mb()})
             part = frames[done : done + chunk]
             r.render_frames(part)
-            done += len(part)
             bar.update(len(part))
     dt = time.perf_counter() - t0
-    res["rss_mb"].append({"frame": done, "worker": r.worker_rss() / 2**20, "parent": rss_mb()})
+    res["rss_mb"].append({"frame": n_frames, "worker": r.worker_rss() / 2**20, "parent": rss_mb()})
     res.update(seconds=dt, frames_per_s=n_frames / dt, renders=r.renders)
     r.close()
     save("uncached", res)
