@@ -13,7 +13,8 @@ has seen; a batch of histories is ``trials [B, T, N]``, ``lit [B, T]`` and ``mas
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Self
 
 import numpy as np
 import pandas as pd
@@ -59,9 +60,8 @@ def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") 
         raise ValueError(f"{where}: objects must be a one-dimensional index list such as [0, 2], got a "
                          f"{objects.ndim}-d {type(objects).__name__} {objects!r}{one}")
     if isinstance(objects, (str, bytes)) or not isinstance(objects, Iterable):
-        raise TypeError(
-            f"{where}: objects must be an index list such as [0, 2] or a boolean 0/1 vector, got {objects!r}"
-        )
+        raise TypeError(f"{where}: objects must be an index list such as [0, 2] or a boolean 0/1 vector, "
+                        f"got {objects!r}")
     if isinstance(objects, torch.Tensor):
         objects = objects.tolist()
     idx = list(objects)
@@ -75,10 +75,8 @@ def parse_trial(objects, n_objects: int | None = None, *, where: str = "trial") 
     elif any(i < 0 for i in idx):
         raise ValueError(f"{where}: object index {min(idx)} is negative")
     if len(set(int(i) for i in idx)) != len(idx):
-        raise ValueError(
-            f"{where}: object indices {list(map(int, idx))} repeat an object; to pass a 0/1 vector use booleans, "
-            "e.g. np.array([1, 0, 1], dtype=bool)"
-        )
+        raise ValueError(f"{where}: object indices {list(map(int, idx))} repeat an object; to pass a 0/1 vector use "
+                         "booleans, e.g. np.array([1, 0, 1], dtype=bool)")
     n = n_objects if n_objects is not None else (max(idx) + 1 if idx else 0)
     vec = np.zeros(n, dtype=bool)
     vec[np.asarray(idx, dtype=np.int64)] = True
@@ -186,10 +184,18 @@ class History:
 
 
 class _BatchShape:
-    """``batch_size`` (first axis) and ``n_objects`` (last axis) of a ``trials`` tensor, shared by
-    :class:`HistoryBatch` ``[B, T, N]`` and :class:`causalplay.core.overhypothesis.SequenceBatch` ``[B, K, T, N]``."""
+    """``batch_size`` (first axis), ``n_objects`` (last axis) and :meth:`to`, shared by the padded batches
+    :class:`HistoryBatch` ``[B, T, N]`` and :class:`causalplay.core.overhypothesis.SequenceBatch` ``[B, K, T, N]``
+    (frozen dataclasses with ``trials``, ``lit`` and ``mask``)."""
 
     trials: torch.Tensor
+    lit: torch.Tensor
+    mask: torch.Tensor
+
+    def to(self, device=None, dtype: torch.dtype | None = None) -> Self:
+        """A copy on ``device`` with ``trials`` and ``lit`` in ``dtype`` (default: as they are)."""
+        dt = dtype or self.trials.dtype
+        return replace(self, trials=self.trials.to(device, dt), lit=self.lit.to(device, dt), mask=self.mask.to(device))
 
     @property
     def batch_size(self) -> int:
@@ -228,18 +234,9 @@ class HistoryBatch(_BatchShape):
         lit = np.zeros((B, T), dtype=bool)
         mask = np.zeros((B, T), dtype=bool)
         for b, h in enumerate(histories):
-            trials[b, : len(h)] = h.trials
-            lit[b, : len(h)] = h.lit
-            mask[b, : len(h)] = True
-        return cls(
-            torch.as_tensor(trials, device=device).to(dtype),
-            torch.as_tensor(lit, device=device).to(dtype),
-            torch.as_tensor(mask, device=device),
-        )
-
-    def to(self, device=None, dtype: torch.dtype | None = None) -> HistoryBatch:
-        dt = dtype or self.trials.dtype
-        return HistoryBatch(self.trials.to(device, dt), self.lit.to(device, dt), self.mask.to(device))
+            trials[b, : len(h)], lit[b, : len(h)], mask[b, : len(h)] = h.trials, h.lit, True
+        return cls(torch.as_tensor(trials, device=device).to(dtype), torch.as_tensor(lit, device=device).to(dtype),
+                   torch.as_tensor(mask, device=device))
 
 
 def _lit_column(values: np.ndarray, rows, column: str) -> np.ndarray:
@@ -257,15 +254,20 @@ def _lit_column(values: np.ndarray, rows, column: str) -> np.ndarray:
     return out
 
 
-def histories_from_frame(df: pd.DataFrame, n_objects: int | None, episode: str, objects: str, lit: str,
-                         order: str | None, dtype: torch.dtype, device) -> tuple[list, HistoryBatch]:
-    """Episodes of a long-format DataFrame (one row per observation) as ``(episode keys, HistoryBatch)``;
-    rows are ordered by ``order`` within each episode, episodes by first appearance."""
-    for col in (episode, objects, lit):
+def check_frame(df: pd.DataFrame, columns) -> None:
+    """A ``ValueError`` unless ``df`` has rows and every one of ``columns``."""
+    for col in columns:
         if col not in df.columns:
             raise ValueError(f"DataFrame has no column {col!r}; columns are {list(df.columns)}")
     if len(df) == 0:
         raise ValueError("the DataFrame has no rows")
+
+
+def histories_from_frame(df: pd.DataFrame, n_objects: int | None, episode: str, objects: str, lit: str,
+                         order: str | None, dtype: torch.dtype, device) -> tuple[list, HistoryBatch]:
+    """Episodes of a long-format DataFrame (one row per observation) as ``(episode keys, HistoryBatch)``;
+    rows are ordered by ``order`` within each episode, episodes by first appearance."""
+    check_frame(df, (episode, objects, lit))
     ep = df[episode]
     missing = ep.isna().to_numpy()
     if missing.any():

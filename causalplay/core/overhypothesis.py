@@ -24,8 +24,8 @@ Approximate inference (the cross-checks)
 * ``method="nuts"``: NUTS on the collapsed log density (episodes marginalised exactly as above, on the
   unconstrained scale: stick-breaking for ``theta``, ``log gain``); tests check it equals the Pyro model's
   enumerated density.
-* ``method="svi"``: SVI on the Pyro model itself (``TraceEnum_ELBO`` enumerates rules and sets) with an
-  ``AutoMultivariateNormal`` guide over the continuous sites.
+* ``method="svi"``: SVI on the same collapsed density, a full-covariance Gaussian guide on the unconstrained
+  scale (reparameterised gradients of the ELBO).
 
 Both run per call with a seed; the caller's RNG streams and Pyro param store are left as they were.
 """
@@ -33,7 +33,6 @@ Both run per call with a seed; the caller's RNG streams and Pyro param store are
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -41,10 +40,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import choice, integer, real
-from .history import History, _BatchShape, histories_from_frame
+from ._validate import choice, integer, real, single_thread
+from .history import History, _BatchShape, check_frame, histories_from_frame
 from .priors import SigmoidPrior
-from .rules import Rule, Sigmoid, make_rules
+from .rules import Rule, Sigmoid, apply_log_noise, make_rules
 from .spec import HypothesisSpace, WorldSpec
 
 __all__ = ["infer_overhypothesis", "OverhypothesisPosterior", "SequenceBatch", "episode_evidence",
@@ -121,12 +120,7 @@ class SequenceBatch(_BatchShape):
                    dtype: torch.dtype = torch.float64, device=None) -> SequenceBatch:
         """One row per observation: ``episode`` labels the machine, ``sequence`` (optional column) the learner;
         without it the whole frame is one learner. Episodes keep their order of first appearance."""
-
-        for col in (episode, objects, lit):
-            if col not in df.columns:
-                raise ValueError(f"DataFrame has no column {col!r}; columns are {list(df.columns)}")
-        if len(df) == 0:
-            raise ValueError("the DataFrame has no rows")
+        check_frame(df, (episode, objects, lit))
         if sequence is not None and sequence in df.columns:
             if df[sequence].isna().any():
                 row = df.index[df[sequence].isna().to_numpy()][0]
@@ -151,11 +145,6 @@ class SequenceBatch(_BatchShape):
             tr[b, : len(p)], lt[b, : len(p)], mk[b, : len(p)] = hb.trials[idx], hb.lit[idx], hb.mask[idx]
         ep_keys = tuple(tuple(_py(k[1]) for k in p) for p in per)
         return cls(tr, lt, mk, tuple(_py(k) for k in seq_keys), ep_keys)
-
-    def to(self, device=None, dtype: torch.dtype | None = None) -> SequenceBatch:
-        dt = dtype or self.trials.dtype
-        return SequenceBatch(self.trials.to(device, dt), self.lit.to(device, dt), self.mask.to(device), self.keys,
-                             self.episode_keys)
 
 
 def _py(v):
@@ -224,6 +213,14 @@ def episode_evidence(space: HypothesisSpace, rules: Sequence[Rule] | torch.Tenso
     return out
 
 
+def _sequence_evidence(space: HypothesisSpace, components, seqs: SequenceBatch, chunk: int = 4096) -> torch.Tensor:
+    """:func:`episode_evidence` of every episode of ``seqs`` as ``[B, K, C]``, 0 for absent (padding) episodes."""
+    B, K, T, N = seqs.shape
+    log_L = episode_evidence(space, components, seqs.trials.reshape(B * K, T, N), seqs.lit.reshape(B * K, T),
+                             seqs.mask.reshape(B * K, T), chunk=chunk).reshape(B, K, -1)
+    return torch.where(seqs.mask.any(-1)[..., None], log_L, torch.zeros_like(log_L))
+
+
 # -- the rules form: a mixture of Dirichlets ---------------------------------------------------------------
 #: Largest number of count vectors ``(K + 1)^R`` the dynamic programme holds per sequence.
 MAX_COUNT_STATES = 2**20
@@ -265,11 +262,8 @@ def rule_mixture(log_L: torch.Tensor, alpha: torch.Tensor, present: torch.Tensor
     for e in range(K):
         terms = []
         for r in range(R):
-            shifted = torch.full_like(c, -math.inf)
-            src = [slice(None)] * (R + 1)
-            dst = [slice(None)] * (R + 1)
-            src[r + 1], dst[r + 1] = slice(0, K), slice(1, K + 1)
-            shifted[tuple(dst)] = c[tuple(src)]
+            shifted = c.roll(1, r + 1)  # count of rule r one higher; nothing below a count of 0:
+            shifted.select(r + 1, 0).fill_(-math.inf)
             terms.append(shifted + log_L[:, e, r].reshape((B,) + (1,) * R))
         new = torch.logsumexp(torch.stack(terms), 0)
         keep = present[:, e].reshape((B,) + (1,) * R)
@@ -312,14 +306,10 @@ def sigmoid_grid(prior=None, size: int | tuple[int, int] = 41, width: float = 4.
 
 def sigmoid_log_tables(bias: torch.Tensor, gain: torch.Tensor, n_objects: int, noise: float = 0.0) -> torch.Tensor:
     """``[G, 2, N + 1]``: :meth:`causalplay.core.rules.Sigmoid.log_table` of every ``(bias, gain)`` at once (the same
-    formula: ``logsigmoid`` for the noiseless response, ``logaddexp`` with ``log(noise)`` otherwise)."""
+    formula: ``logsigmoid`` for the noiseless response, then :func:`~causalplay.core.rules.apply_log_noise`)."""
     k = torch.arange(n_objects + 1, dtype=bias.dtype, device=bias.device)
     x = gain[:, None] * (k[None, :] - bias[:, None])
-    log_f, log_g = torch.nn.functional.logsigmoid(x), torch.nn.functional.logsigmoid(-x)
-    if noise == 0.0:
-        return torch.stack([log_g, log_f], 1)
-    keep, flip = math.log1p(-noise), math.log(noise)
-    return torch.stack([torch.logaddexp(keep + log_g, flip + log_f), torch.logaddexp(keep + log_f, flip + log_g)], 1)
+    return torch.stack(apply_log_noise(torch.nn.functional.logsigmoid(x), torch.nn.functional.logsigmoid(-x), noise), 1)
 
 
 # -- the posterior ------------------------------------------------------------------------------------------
@@ -353,10 +343,7 @@ class OverhypothesisPosterior:
         self.log_evidence = None if log_evidence is None else np.asarray(log_evidence, dtype=float)
         self.keys = keys
         self.info = dict(info or {})
-        if log_w is not None:
-            self.batch_size = int(log_w.shape[0])
-        else:
-            self.batch_size = int(next(iter(self.samples.values())).shape[0])
+        self.batch_size = int((log_w if log_w is not None else next(iter(self.samples.values()))).shape[0])
 
     # -- summaries ------------------------------------------------------------------------------------------
     @property
@@ -378,9 +365,8 @@ class OverhypothesisPosterior:
         if self.form == "rules":
             a = self.alpha[None, :] + self.counts.to(self.alpha.dtype)  # [M, R]
             A = a.sum(-1, keepdim=True)
-            m1 = (a / A)
             m2 = a * (a + 1) / (A * (A + 1))
-            mean = w @ m1
+            mean = w @ (a / A)
             var = (w @ m2) - mean**2
         else:
             x = torch.stack([self.grid_bias, self.grid_gain.log()], -1)  # [G, 2]
@@ -437,12 +423,10 @@ class OverhypothesisPosterior:
     def predictive_rule_probs(self) -> np.ndarray:
         """``[B, C]``: the probability of each component for a **new** machine (rules form: ``E[theta | D]``,
         ``C = R``; sigmoid: the posterior weight of each grid cell, or of each draw for NUTS/SVI)."""
-        if self.method == "exact":
-            if self.form == "rules":
-                return self._moments()[0]
-            return self.log_w.exp().cpu().numpy()
         if self.form == "rules":
-            return np.asarray(self.samples["rule_weights"]).mean(1)
+            return self._moments()[0]
+        if self.method == "exact":
+            return self.log_w.exp().cpu().numpy()
         n = self.samples["bias"].shape[1]
         return np.full((self.batch_size, n), 1.0 / n)
 
@@ -611,7 +595,6 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
     rules_t = make_rules(rules, noise) if form == "rules" else make_rules("disjunctive", noise)
     spec = WorldSpec.from_options(seqs.n_objects, rules_t, None, blicket_prior, n_blickets, noise)
     space = HypothesisSpace.build(spec, seqs.trials.device, dtype)
-    B, K, T, N = seqs.shape
     present = seqs.mask.any(-1)  # [B, K]
     sp = sigmoid_prior or SigmoidPrior()
     if form == "sigmoid" and not isinstance(sp, SigmoidPrior):
@@ -624,9 +607,7 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
         gb, gg, glp = sigmoid_grid(sp, grid, grid_width, dtype)
         components = sigmoid_log_tables(gb, gg, seqs.n_objects, noise)
     if method == "exact":
-        log_L = episode_evidence(space, components, seqs.trials.reshape(B * K, T, N), seqs.lit.reshape(B * K, T),
-                                 seqs.mask.reshape(B * K, T), chunk=chunk).reshape(B, K, -1)
-        log_L = torch.where(present[..., None], log_L, torch.zeros_like(log_L))
+        log_L = _sequence_evidence(space, components, seqs, chunk)
         if form == "rules":
             counts, log_w, z = rule_mixture(log_L, alpha.to(log_L.device), present)
             _check_evidence(z, seqs)
@@ -641,11 +622,10 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
                                        info={"grid": grid, "grid_width": grid_width})
     num_samples = integer(num_samples, "num_samples", low=1)
     seed = integer(seed, "seed")
-    state = (random.getstate(), np.random.get_state(), torch.get_rng_state())  # noqa: NPY002
     import pyro
+    from pyro.util import get_rng_state, set_rng_state
 
-    from ._validate import single_thread
-
+    state = get_rng_state()  # Python's, numpy's and torch's
     try:
         # One torch thread (restored afterwards): thousands of tiny steps, which extra OpenMP threads only slow
         # down (measured 20x slower with 2 threads on a loaded 2-core machine).
@@ -658,9 +638,7 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
                 samples, info = _svi(seqs, space, form, alpha, sp, noise, num_samples,
                                      integer(svi_steps, "svi_steps", low=1), real(lr, "lr", low=0.0, low_open=True))
     finally:
-        random.setstate(state[0])
-        np.random.set_state(state[1])  # noqa: NPY002
-        torch.set_rng_state(state[2])
+        set_rng_state(state)
     return OverhypothesisPosterior(form, method, spec, noise=noise, alpha=alpha, samples=samples, keys=seqs.keys,
                                    info=info)
 
@@ -684,14 +662,11 @@ def collapsed_log_density(seqs: SequenceBatch, space: HypothesisSpace, form: str
     [..., B]}`` (leading dims broadcast: particles). The Pyro model's enumerated log density equals it (tests)."""
     import torch.distributions as td
 
-    B, K, T, N = seqs.shape
     dtype = space.dtype
     sets, set_lp = space.sets, space.set_log_prior
     present = seqs.mask.any(-1)
     if form == "rules":
-        log_L = episode_evidence(space, space.spec.rules, seqs.trials.reshape(B * K, T, N),
-                                 seqs.lit.reshape(B * K, T), seqs.mask.reshape(B * K, T)).reshape(B, K, -1)
-        log_L = torch.where(present[..., None], log_L, torch.zeros_like(log_L))
+        log_L = _sequence_evidence(space, space.spec.rules, seqs)
         a = alpha.to(dtype)
 
         def f(params):
@@ -710,10 +685,7 @@ def collapsed_log_density(seqs: SequenceBatch, space: HypothesisSpace, form: str
     def f(params):
         bias, gain = params["bias"], params["gain"]
         x = gain[..., None, None, None] * (k - bias[..., None, None, None])
-        log_f, log_g = torch.nn.functional.logsigmoid(x), torch.nn.functional.logsigmoid(-x)
-        if noise:
-            keep, flip = math.log1p(-noise), math.log(noise)
-            log_f, log_g = torch.logaddexp(keep + log_f, flip + log_g), torch.logaddexp(keep + log_g, flip + log_f)
+        log_g, log_f = apply_log_noise(torch.nn.functional.logsigmoid(x), torch.nn.functional.logsigmoid(-x), noise)
         ll = torch.where(m, torch.where(y, log_f, log_g), torch.zeros_like(log_f)).sum(-2)  # [..., B, K, S]
         ev = torch.logsumexp(ll + set_lp, -1)  # [..., B, K]
         ev = torch.where(present, ev, torch.zeros_like(ev)).sum(-1)

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import InitVar, dataclass, replace
+from dataclasses import InitVar, dataclass, fields, replace
 from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
@@ -200,8 +200,6 @@ class SVIOptions:
     @classmethod
     def from_dict(cls, options) -> SVIOptions:
         """From a dict of field names (deprecated names too), naming unknown keys."""
-        from dataclasses import fields
-
         known = {f.name for f in fields(cls)} | {"num_steps", "num_particles"}
         unknown = sorted(set(options) - known)
         if unknown:
