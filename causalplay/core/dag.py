@@ -148,11 +148,9 @@ def count_structures(split: str | None = None, n: int = 5, target: int = 3, goal
     """How many structures the environment's generator can produce.
 
     ``split=None``: every DAG with at most 2 parents per variable (at least one edge if ``at_least_one_edge``;
-    the generator always has 1-4 independent variables, so at least one edge). ``"train"``: with
-    ``train_rule="ancestor"`` those in which ``target`` (D) is not an ancestor of ``goal`` (E); with ``"literal"``
-    (the appendix's words) those in which no parent of E is a proper descendant of D (D itself may be one).
-    ``"test"``: those in which E has a parent, every parent of E is D or a descendant of D, and E has no children
-    (the test generator puts E last).
+    the generator always has 1-4 independent variables, so at least one edge). ``"train"``: those
+    :func:`train_keep` keeps under ``train_rule``. ``"test"``: those in which E has a parent, every parent of E is
+    D or a descendant of D, and E has no children (the test generator puts E last).
     """
     space = enumerate_structures(n)
     adj = space.adj.numpy()

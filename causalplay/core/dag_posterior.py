@@ -148,22 +148,25 @@ def sample_scm(post: tuple, pidx: torch.Tensor, members: torch.Tensor, gen: torc
     structure per leading index; ``post`` = :func:`local_posteriors` output with leading dims broadcastable
     to ``pidx``'s). Returns ``W [..., n, n]`` and ``s [..., n]``."""
     mean, prec, a, b, _ = post
-    n = pidx.shape[-1]
-    j = torch.arange(n)
     mean, prec, a, b = _pick(mean, pidx, 1), _pick(prec, pidx, 2), _pick(a, pidx, 0), _pick(b, pidx, 0)
-    lead = mean.shape[:-2]
     gam = torch._standard_gamma(a.contiguous()) if gen is None else _gamma(a, gen)
     s = b / gam
     L = torch.linalg.cholesky(prec)  # prec = L L^T; w = mean + sqrt(s) L^-T u
     u = torch.randn(*mean.shape, generator=gen, dtype=mean.dtype)
     w = mean + s[..., None].sqrt() * torch.linalg.solve_triangular(L.transpose(-1, -2), u[..., None],
                                                                    upper=True)[..., 0]
-    mem = members[j, pidx].expand(*lead, n, 2)  # [..., n, 2]
+    return _weight_matrix(w, pidx, members), s
+
+
+def _weight_matrix(w: torch.Tensor, pidx: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+    """``W [..., n, n]`` (``W[..., p, j]``: the weight of ``p -> j``) from the weights ``w [..., n, 2]`` of each
+    variable's parents in the structures ``pidx [..., n]`` (padding slots of a parent set are dropped)."""
+    n = pidx.shape[-1]
+    mem = members[torch.arange(n), pidx].expand(*w.shape[:-2], n, 2)  # [..., n, 2]
     valid = mem >= 0
-    W = torch.zeros(*lead, n + 1, n, dtype=mean.dtype)
-    rows = torch.where(valid, mem, n)
-    W.scatter_add_(-2, rows.transpose(-1, -2), (w * valid).transpose(-1, -2))
-    return W[..., :n, :], s
+    W = torch.zeros(*w.shape[:-2], n + 1, n, dtype=w.dtype)
+    W.scatter_add_(-2, torch.where(valid, mem, n).transpose(-1, -2), (w * valid).transpose(-1, -2))
+    return W[..., :n, :]
 
 
 def _gamma(a: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -249,18 +252,10 @@ def eig(data: Data, space: StructureSpace, prior: NIGPrior = NIGPrior(), linear:
     idx = (act % n)[None, :, None, None].expand(B, A, M, 1)
     val = torch.where(act < n, -value, value).to(torch.float64)[None, :, None, None].expand(B, A, M, 1)
     x = simulate(W, eps, idx, val, linear)[..., 0, :]  # [B, A, M, n]
-    # score each outcome under every parent set: logml(data + row) - logml(data)
-    G, c, yy, cnt, jac = stats
-    xr = x
-    zr = xr if linear else leaky_inv(xr)
-    wr = (act % n)[None, :, None, None] != torch.arange(n)  # [1, A, 1, n]: variable j counts the row
-    wr = wr.to(torch.float64).expand(B, A, M, n)
-    G2 = G[:, None, None] + wr[..., :, None, None] * (xr[..., None, :, None] * xr[..., None, None, :])
-    c2 = c[:, None, None] + wr[..., :, None] * xr[..., None, :] * zr[..., :, None]
-    yy2 = yy[:, None, None] + wr * zr * zr
-    cnt2 = cnt[:, None, None] + wr
-    jac2 = jac[:, None, None] + (0 if linear else -(wr * (xr < 0)) * LOG_LEAK)
-    post2 = local_posteriors((G2, c2, yy2, cnt2, jac2), space.members, prior)
+    # score each outcome under every parent set: logml(data + row) - logml(data); statistics add up over rows
+    row = suff_stats(Data(x.reshape(-1, 1, n), idx.reshape(-1, 1), torch.ones(B * A * M, 1, dtype=torch.bool)), linear)
+    stats2 = [t[:, None, None] + r.view(B, A, M, *r.shape[1:]) for t, r in zip(stats, row, strict=True)]
+    post2 = local_posteriors(stats2, space.members, prior)
     pred = post2[-1] - post[-1][:, None, None]  # [B, A, M, n, P]
     ll = _pick(pred[:, :, :, None], space.pidx[top][:, None, None], 0).sum(-1)  # [B, A, M, K]
     joint = lp[:, None, None] + ll
@@ -285,13 +280,7 @@ def _best_actions(post, pidx: torch.Tensor, members: torch.Tensor, goal: torch.T
     zero noise."""
     mean = post[0]
     B, K, n = pidx.shape
-    j = torch.arange(n)
-    m = _pick(mean[:, None], pidx, 1)  # [B, K, n, 2]
-    mem = members[j, pidx]
-    valid = mem >= 0
-    W = torch.zeros(B, K, n + 1, n, dtype=mean.dtype)
-    W.scatter_add_(-2, torch.where(valid, mem, n).transpose(-1, -2), (m * valid).transpose(-1, -2))
-    W = W[:, :, :n]
+    W = _weight_matrix(_pick(mean[:, None], pidx, 1), pidx, members)  # [B, K, n, n]
     A = 2 * n
     act = torch.arange(A)
     eps = torch.zeros(B, K, A, n, dtype=mean.dtype)
