@@ -30,8 +30,8 @@ def describe(value) -> str:
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
-    return f"{text} ({type(value).__module__ + '.' if type(value).__module__ not in ('builtins',) else ''}" \
-           f"{type(value).__name__})"
+    module = type(value).__module__
+    return f"{text} ({'' if module == 'builtins' else module + '.'}{type(value).__name__})"
 
 
 def _scalar(value):
@@ -65,9 +65,8 @@ def real(value, name: str, *, low: float | None = None, high: float | None = Non
     rng = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
     if math.isnan(v) or (finite and math.isinf(v)):
         raise ValueError(f"{name} must be a finite number in {rng}, got {v!r}")
-    if low is not None and (v < low or (low_open and v == low)):
-        raise ValueError(f"{name} must be in {rng}, got {v!r}")
-    if high is not None and (v > high or (high_open and v == high)):
+    if ((low is not None and (v < low or (low_open and v == low)))
+            or (high is not None and (v > high or (high_open and v == high)))):
         raise ValueError(f"{name} must be in {rng}, got {v!r}")
     return v
 
@@ -93,11 +92,8 @@ def integer(value, name: str, *, low: int | None = None, high: int | None = None
         raise TypeError(f"{name} must be an integer (Python, numpy or 0-d torch), got {describe(value)}")
     v = int(v)
     if (low is not None and v < low) or (high is not None and v > high):
-        if high is None:
-            raise ValueError(f"{name} must be an integer >= {low}, got {v}")
-        if low is None:
-            raise ValueError(f"{name} must be an integer <= {high}, got {v}")
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {v}")
+        bound = f">= {low}" if high is None else f"<= {high}" if low is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {v}")
     return v
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from ._validate import codes_to_vectors, integer, popcount, single_thread
+from ._validate import max_memory as memory_budget
 from .eig import check_target, eig_bits, eig_one_joint
 from .exact import entropy_bits, observe
 from .history import History, parse_trial, parse_trials
@@ -154,10 +155,8 @@ class BatchBeliefs:
     # -- marginals -------------------------------------------------------------------------------------
     def _rows(self) -> Iterable[slice]:
         """Row chunks whose ``[b, H]`` probabilities fit in a quarter of ``max_memory``."""
-        from ._validate import max_memory
-
         item = torch.finfo(self.space.dtype).bits // 8
-        step = max(1, max_memory(self.max_memory) // (4 * self.space.n_hypotheses * item))
+        step = max(1, memory_budget(self.max_memory) // (4 * self.space.n_hypotheses * item))
         return (slice(i, i + step) for i in range(0, len(self), step))
 
     def _marginal(self, fn) -> torch.Tensor:
@@ -223,11 +222,10 @@ class BatchBeliefs:
     def to_frame(self) -> pd.DataFrame:
         """Tidy table: one row per (episode, quantity, item) with columns ``episode, kind, item, prob``."""
         bp, rp = self.blicket_probs, self.rule_probs
-        frames = []
-        for i in range(bp.shape[1]):
-            frames.append(pd.DataFrame({"episode": self.episodes, "kind": "blicket", "item": str(i), "prob": bp[:, i]}))
-        for j, name in enumerate(self.space.spec.rule_names):
-            frames.append(pd.DataFrame({"episode": self.episodes, "kind": "rule", "item": name, "prob": rp[:, j]}))
+        frames = [pd.DataFrame({"episode": self.episodes, "kind": "blicket", "item": str(i), "prob": bp[:, i]})
+                  for i in range(bp.shape[1])]
+        frames += [pd.DataFrame({"episode": self.episodes, "kind": "rule", "item": name, "prob": rp[:, j]})
+                   for j, name in enumerate(self.space.spec.rule_names)]
         return pd.concat(frames, ignore_index=True).sort_values(["episode", "kind", "item"], kind="stable",
                                                                 ignore_index=True)
 

@@ -22,6 +22,9 @@ import math
 import numpy as np
 import torch
 
+from ._validate import max_memory as memory_budget
+from ._validate import vectors_to_codes
+from .rules import Threshold
 from .spec import HypothesisSpace
 
 __all__ = ["TARGETS", "eig_bits", "binary_entropy_bits", "count_distribution"]
@@ -62,8 +65,6 @@ def check_target(target: str) -> str:
 def _const_entropy(space: HypothesisSpace) -> torch.Tensor | None:
     """``[R]`` ``H_b(P(lit | r, k))`` when it does not depend on ``k`` for every rule (hard thresholds, with or
     without noise), else None. Then ``w @ H_b(P) = (rule mass) @ this`` -- no matmul needed."""
-    from .rules import Threshold
-
     def build():
         if not all(isinstance(r, Threshold) for r in space.rules):
             return None
@@ -109,12 +110,10 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     -------
     Tensor ``[B, D]``
     """
-    from ._validate import max_memory as _budget
-
     check_target(target)
     if method not in ("auto", "matmul", "transform"):
         raise ValueError(f"method must be 'auto', 'matmul' or 'transform', got {method!r}")
-    budget = _budget(max_memory)
+    budget = memory_budget(max_memory)
     n, S, R = space.n_objects, space.n_sets, space.n_rules
     D = 2**n - 1 if candidates is None else candidates.shape[0]
     C = space.max_count
@@ -129,8 +128,6 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
         out = _eig_transform(space, log_w, target, budget)
         if candidates is None:
             return out
-        from ._validate import vectors_to_codes
-
         return out[:, vectors_to_codes(candidates) - 1]
     if candidates is None:
         if D * (n + 8) > budget:
@@ -250,8 +247,6 @@ def count_distribution(space: HypothesisSpace, w: torch.Tensor, layers: int | No
 
 def _threshold_layers(space: HypothesisSpace) -> list[int] | None:
     """``m`` of every rule (capped at ``C + 1``) when all rules are thresholds, else None."""
-    from .rules import Threshold
-
     return space.cached("threshold_layers", lambda: None if not all(isinstance(r, Threshold) for r in space.rules)
                         else [min(r.m, space.max_count + 1) for r in space.rules])
 

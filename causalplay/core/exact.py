@@ -14,11 +14,15 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._validate import max_memory as memory_budget
+from ._validate import single_thread
 from .history import HistoryBatch
 from .priors import all_subsets
+from .rules import Threshold
 from .spec import HypothesisSpace
 
 __all__ = ["InconsistentEvidenceError", "log_likelihood", "log_posterior", "history_log_posterior", "observe",
@@ -74,8 +78,6 @@ def _log_likelihood_by_step(space: HypothesisSpace, trials: torch.Tensor, lit: t
     """Large worlds: one ``[B, S]`` count matrix per time step (float32 matmul, exact for counts < 2**24).
     A threshold rule needs only a comparison and a select (every ``k >= m`` has the same likelihood); other
     rules gather from their ``[B, N + 1]`` row. Padding adds 0."""
-    from .rules import Threshold
-
     lead, (T, N) = trials.shape[:-2], trials.shape[-2:]
     trials = trials.reshape(-1, T, N)
     lit = lit.reshape(-1, T).round().long()
@@ -113,10 +115,8 @@ def episode_bytes(space: HypothesisSpace, n_trials: int) -> int:
 
 def chunk_for(space: HypothesisSpace, n_trials: int, max_memory=None) -> int:
     """Episodes per chunk so that one chunk's temporaries stay within ``max_memory`` bytes."""
-    from ._validate import max_memory as _budget
-
     per = episode_bytes(space, n_trials)
-    chunk = max(1, _budget(max_memory) // per)
+    chunk = max(1, memory_budget(max_memory) // per)
     if _trial_rows(space) is None:
         chunk = min(chunk, max(1, CACHE_BYTES // per))
     return chunk
@@ -145,8 +145,6 @@ def log_posterior(space: HypothesisSpace, batch: HistoryBatch, *, chunk_size: in
         cache-sized chunks are many small operations that extra OpenMP threads only slow down (measured 30x
         slower with 2 threads on a loaded 2-core machine); torch's setting otherwise. None: torch's setting.
     """
-    from ._validate import single_thread
-
     batch = batch.to(space.device, space.dtype)
     if threads == "auto":
         threads = 1 if _trial_rows(space) is None and space.device.type == "cpu" else None
@@ -169,8 +167,6 @@ def history_log_posterior(space: HypothesisSpace, trials, lit) -> torch.Tensor |
     rows = _trial_rows(space)
     if rows is None:
         return None
-    import numpy as np
-
     n = space.n_objects
     idx = np.asarray(trials, dtype=np.int64) @ (1 << np.arange(n)) + np.asarray(lit, dtype=np.int64) * 2**n
     if space.device.type == "cpu":  # on numpy: a small array operation costs a fraction of a torch dispatch

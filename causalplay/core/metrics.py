@@ -98,6 +98,5 @@ def template_folds(templates: Sequence[str], n_folds: int = 5) -> dict[int, dict
     for i in range(n_folds):
         test = ts[i % len(ts)::n_folds] or [ts[i % len(ts)]]
         rest = [t for t in ts if t not in test]
-        dev = rest[:1]
-        folds[i] = {"train": [t for t in rest if t not in dev], "dev": dev, "test": test}
+        folds[i] = {"train": rest[1:], "dev": rest[:1], "test": test}
     return folds

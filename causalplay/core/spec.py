@@ -376,11 +376,9 @@ class HypothesisSpace:
 def _build_space(spec: WorldSpec, device: str, dtype: torch.dtype) -> HypothesisSpace:
     H = spec.n_hypotheses()
     if H > MAX_HYPOTHESES:
-        raise ValueError(
-            f"the hypothesis space of this WorldSpec has {H:,} members (more than MAX_HYPOTHESES = "
-            f"{MAX_HYPOTHESES:,}), too many to enumerate; use method='svi' (or 'auto'), fewer objects, or a "
-            "count prior (n_blickets=...)"
-        )
+        raise ValueError(f"the hypothesis space of this WorldSpec has {H:,} members (more than MAX_HYPOTHESES = "
+                         f"{MAX_HYPOTHESES:,}), too many to enumerate; use method='svi' (or 'auto'), fewer objects, "
+                         "or a count prior (n_blickets=...)")
     if spec.n_objects > 62:
         raise ValueError(f"the exact engine codes blicket sets as 64-bit integers: at most 62 objects, "
                          f"got n_objects={spec.n_objects}; use method='svi'")
@@ -392,14 +390,6 @@ def _build_space(spec: WorldSpec, device: str, dtype: torch.dtype) -> Hypothesis
     rules = tuple(spec.rules[i] for i in keep)
     rule_log_prior = torch.tensor([math.log(spec.rule_prior[i]) for i in keep], dtype=dtype)
     lit_table = torch.stack([r.table(spec.n_objects, dtype=dtype) for r in rules])
-    log_lit_table = torch.stack([r.log_table(spec.n_objects, dtype=dtype) for r in rules])
-    dev = torch.device(device)
-    return HypothesisSpace(
-        spec=spec,
-        sets=sets.to(dev),
-        set_log_prior=set_log_prior.to(dev),
-        rules=rules,
-        rule_log_prior=rule_log_prior.to(dev),
-        lit_table=lit_table.to(dev),
-        log_lit_table=log_lit_table.to(dev),
-    )
+    dev = torch.device(device)  # log_lit_table: built by __post_init__
+    return HypothesisSpace(spec=spec, sets=sets.to(dev), set_log_prior=set_log_prior.to(dev), rules=rules,
+                           rule_log_prior=rule_log_prior.to(dev), lit_table=lit_table.to(dev))
