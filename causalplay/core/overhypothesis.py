@@ -132,18 +132,12 @@ class SequenceBatch(_BatchShape):
         pair = pd.Series(list(zip(seq_codes, df[episode], strict=True)), index=df.index)
         frame = df.assign(_pair=pair)
         keys, hb = histories_from_frame(frame, n_objects, "_pair", objects, lit, order, dtype, device)
-        B = len(seq_keys)
-        per = [[k for k in keys if k[0] == b] for b in range(B)]
-        K = max(len(p) for p in per)
-        where = {k: i for i, k in enumerate(keys)}
-        T, N = hb.trials.shape[1:]
-        tr = torch.zeros(B, K, T, N, dtype=dtype, device=device)
-        lt = torch.zeros(B, K, T, dtype=dtype, device=device)
-        mk = torch.zeros(B, K, T, dtype=torch.bool, device=device)
-        for b, p in enumerate(per):
-            idx = torch.tensor([where[k] for k in p], dtype=torch.long)
-            tr[b, : len(p)], lt[b, : len(p)], mk[b, : len(p)] = hb.trials[idx], hb.lit[idx], hb.mask[idx]
-        ep_keys = tuple(tuple(_py(k[1]) for k in p) for p in per)
+        rows = [[i for i, k in enumerate(keys) if k[0] == b] for b in range(len(seq_keys))]  # hb rows of each
+        K = max(len(r) for r in rows)
+        # sequences with fewer episodes are padded with an all-False episode appended to hb's rows
+        idx = torch.tensor([r + [len(keys)] * (K - len(r)) for r in rows], device=hb.trials.device)
+        tr, lt, mk = (torch.cat([t, t.new_zeros(1, *t.shape[1:])])[idx] for t in (hb.trials, hb.lit, hb.mask))
+        ep_keys = tuple(tuple(_py(keys[i][1]) for i in r) for r in rows)
         return cls(tr, lt, mk, tuple(_py(k) for k in seq_keys), ep_keys)
 
 
