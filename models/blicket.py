@@ -17,12 +17,11 @@ site             distribution                                  support          
 ``lit``          ``Bernoulli(P(lit | rule, k_t))``, observed   ``{0, 1}``           ``[B, T]``
 ===============  ============================================  ===================  ===============
 
-``prior`` is ``spec.set_prior()`` (:class:`causalplay.core.priors.BlicketSetPrior`). Plates: ``episodes`` (size
-``B``, dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of blickets among the objects of trial
-``t``; ``P(lit | rule, k)`` comes from :mod:`causalplay.core.rules`, the one place the likelihood is written. ``rule``
-and ``blicket_set`` are marked for parallel enumeration, so Pyro's own ``TraceEnum_ELBO.compute_marginals``
-computes exact posteriors -- the reference the exact engine is tested against. Padding (``mask=False``)
-contributes nothing.
+``prior`` is ``spec.set_prior()`` (:class:`causalplay.core.priors.BlicketSetPrior`). Plates: ``episodes`` (size ``B``,
+dim -2) and ``trials`` (size ``T``, dim -1). ``k_t`` is the number of blickets among the objects of trial ``t``;
+``P(lit | rule, k)`` comes from :mod:`causalplay.core.rules`, the one place the likelihood is written. ``rule`` and
+``blicket_set`` are marked for parallel enumeration, so Pyro's own ``TraceEnum_ELBO.compute_marginals`` computes exact
+posteriors -- the reference the exact engine is tested against. Padding (``mask=False``) contributes nothing.
 
 :class:`BlicketWorld` binds a WorldSpec and a history into a model ``model(design)`` with the call shape
 ``pyro.contrib.oed`` expects: it draws ``rule`` and ``blickets`` from the current beliefs and ``lit`` for
@@ -164,16 +163,15 @@ class BlicketWorld:
         return pyro.sample("lit", dist.Bernoulli(probs=p))
 
 
+_TARGETS = {frozenset({"blickets", "rule"}): "joint", frozenset({"blickets"}): "blickets", frozenset({"rule"}): "rule"}
+
+
 def labels_to_target(target_labels: str | Sequence[str]) -> str:
     """Map Pyro-style target labels (site names ``"blickets"``, ``"rule"``) to an EIG target."""
-    labels = {target_labels} if isinstance(target_labels, str) else set(target_labels)
-    if labels == {"blickets", "rule"}:
-        return "joint"
-    if labels == {"blickets"}:
-        return "blickets"
-    if labels == {"rule"}:
-        return "rule"
-    raise ValueError(f"target_labels must be 'blickets', 'rule' or both, got {target_labels!r}")
+    labels = frozenset({target_labels} if isinstance(target_labels, str) else target_labels)
+    if labels not in _TARGETS:
+        raise ValueError(f"target_labels must be 'blickets', 'rule' or both, got {target_labels!r}")
+    return _TARGETS[labels]
 
 
 def exact_eig(model, design: torch.Tensor, observation_labels: str | Sequence[str] = "lit",

@@ -18,16 +18,14 @@ site           distribution                                       support       
                variable or is padding
 =============  =================================================  ====================  =================
 
-Plates: ``episodes`` (size ``B``, dim -3), ``rows`` (``R``, dim -2), ``variables`` (``n``, dim -1); so
-``structure`` has shape ``[B, 1, 1]``, ``noise_var`` ``[B, 1, n]``, ``weights`` ``[B, 1, n, 2]`` (the last dim
-an event dim), and an outer plate at dim -4 draws independent particles (as the tests do).
-``weights[b, j, k]`` is the weight of the ``k``-th member of
-variable ``j``'s parent set in the drawn structure (``space.members``); slots without a member are drawn from
-the prior and unused, so they integrate out. ``x_pa`` are the observed parent values (all variables are
-observed). ``leaky`` is the leaky ReLU with leak 0.2 (the identity when ``linear``); its log-Jacobian is part
-of ``x``'s density. The exact engine :mod:`causalplay.core.dag_posterior` integrates ``noise_var`` and
-``weights`` in closed form (Normal-Inverse-Gamma); tests check it against importance sampling and SVI on
-this model.
+Plates: ``episodes`` (size ``B``, dim -3), ``rows`` (``R``, dim -2), ``variables`` (``n``, dim -1); so ``structure`` has
+shape ``[B, 1, 1]``, ``noise_var`` ``[B, 1, n]``, ``weights`` ``[B, 1, n, 2]`` (the last dim an event dim), and an outer
+plate at dim -4 draws independent particles (as the tests do). ``weights[b, j, k]`` is the weight of the ``k``-th member
+of variable ``j``'s parent set in the drawn structure (``space.members``); slots without a member are drawn from the
+prior and unused, so they integrate out. ``x_pa`` are the observed parent values (all variables are observed). ``leaky``
+is the leaky ReLU with leak 0.2 (the identity when ``linear``); its log-Jacobian is part of ``x``'s density. The exact
+engine :mod:`causalplay.core.dag_posterior` integrates ``noise_var`` and ``weights`` in closed form
+(Normal-Inverse-Gamma); tests check it against importance sampling and SVI on this model.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ the machines share an **overhypothesis** -- how machines of this kind combine th
 
 * ``form="rules"`` (Kemp, Perfors & Tenenbaum 2007): shared rule weights ``theta ~ Dirichlet(alpha)`` over
   the spec's rules (e.g. disjunctive, conjunctive); each episode draws its rule from ``theta``.
-* ``form="sigmoid"`` (Lucas & Griffiths 2010): a shared sigmoid ``P(lit | k) = sigmoid(gain (k - bias))``
-  with priors on ``bias`` and ``gain`` (:class:`causalplay.models.sigmoid.SigmoidPrior`), used by every
-  episode of the sequence.
+* ``form="sigmoid"`` (Lucas & Griffiths 2010): a shared sigmoid ``P(lit | k) = sigmoid(gain (k - bias))`` with priors on
+  ``bias`` and ``gain`` (:class:`causalplay.models.sigmoid.SigmoidPrior`), used by every episode of the sequence.
 
 Sample sites
 ------------
@@ -23,16 +22,15 @@ site              distribution                                     support      
                   observed
 ================  ===============================================  ====================  ================
 
-Plates: ``sequences`` (size ``B``, one learner each, dim -3), ``episodes`` (size ``K``, dim -2), ``trials``
-(size ``T``, dim -1). ``prior`` is ``spec.set_prior()``: every episode draws a fresh blicket set from it, in
-the integer-code order of :class:`causalplay.core.spec.HypothesisSpace`. ``k_t`` is the number of blickets among the
-objects of trial ``t``. The rule table comes from :mod:`causalplay.core.rules` (``spec.lit_table``, noise included);
-the sigmoid form uses :func:`causalplay.core.rules.sigmoid_response` and then ``spec``'s noise
-(:func:`causalplay.core.rules.apply_noise`; ``noise`` is a fixed argument, not a latent). ``rule`` and
-``blicket_set`` are marked for parallel enumeration, so ``TraceEnum_ELBO`` marginalises each episode exactly;
-:mod:`causalplay.core.overhypothesis` computes the same per-episode marginals with the exact engine (the tests check
-the two log densities agree). Padding (``mask=False``) contributes nothing; an episode that is all padding
-contributes nothing either.
+Plates: ``sequences`` (size ``B``, one learner each, dim -3), ``episodes`` (size ``K``, dim -2), ``trials`` (size ``T``,
+dim -1). ``prior`` is ``spec.set_prior()``: every episode draws a fresh blicket set from it, in the integer-code order
+of :class:`causalplay.core.spec.HypothesisSpace`. ``k_t`` is the number of blickets among the objects of trial ``t``.
+The rule table comes from :mod:`causalplay.core.rules` (``spec.lit_table``, noise included); the sigmoid form uses
+:func:`causalplay.core.rules.sigmoid_response` and then ``spec``'s noise (:func:`causalplay.core.rules.apply_noise`;
+``noise`` is a fixed argument, not a latent). ``rule`` and ``blicket_set`` are marked for parallel enumeration, so
+``TraceEnum_ELBO`` marginalises each episode exactly; :mod:`causalplay.core.overhypothesis` computes the same
+per-episode marginals with the exact engine (the tests check the two log densities agree). Padding (``mask=False``)
+contributes nothing; an episode that is all padding contributes nothing either.
 """
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ site          distribution                                    support           
 ``lit``       ``Bernoulli(sigmoid(gain (k_t - bias)))``, obs  ``{0, 1}``          ``[B, T]``
 ============  ==============================================  ==================  ===============
 
-Plates: ``episodes`` (dim -2), ``trials`` (dim -1). The response is
-:func:`causalplay.core.rules.sigmoid_response`, the same function the fixed-parameter
-:class:`causalplay.core.rules.Sigmoid` rule uses.
+Plates: ``episodes`` (dim -2), ``trials`` (dim -1). The response is :func:`causalplay.core.rules.sigmoid_response`, the
+same function the fixed-parameter :class:`causalplay.core.rules.Sigmoid` rule uses.
 """
 
 from __future__ import annotations

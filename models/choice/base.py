@@ -41,17 +41,16 @@ import torch
 import torch.nn.functional as F
 
 from causalplay.core.eig import eig_bits
-from causalplay.core.exact import log_likelihood
-from causalplay.core.history import History, HistoryBatch, codes_to_vectors, set_to_code
+from causalplay.core.exact import entropy_bits, log_likelihood
+from causalplay.core.history import History, HistoryBatch, set_to_code
 from causalplay.core.spec import HypothesisSpace, WorldSpec
 
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
            "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
            "transferred_rule_priors", "participant_rule_prior", "rule_prior_table", "told_set_prior", "RULED_OUT"]
 
-_LOG2 = math.log(2.0)
 #: Log prior of a blicket set ruled out by a told count: its posterior weight underflows to exactly 0 in float64, where
-#: -inf would make the entropy's 0 * log 0 (and its gradient) NaN.
+#: -inf would make the gradient of the entropy's 0 * log 0 NaN.
 RULED_OUT = -1e4
 LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
 
@@ -78,15 +77,6 @@ class Param:
         if self.transform == "sigmoid":
             return torch.sigmoid(raw)
         return raw
-
-    def unconstrain(self, value: torch.Tensor) -> torch.Tensor:
-        """Inverse of :meth:`constrain`."""
-        value = torch.as_tensor(value, dtype=torch.float64)
-        if self.transform == "exp":
-            return value.log()
-        if self.transform == "sigmoid":
-            return torch.logit(value)
-        return value
 
 
 TRANSFER_PARAMS = (
@@ -198,10 +188,6 @@ class Features:
         return state
 
 
-def _codes_to_sets(n_objects: int) -> torch.Tensor:
-    return codes_to_vectors(torch.arange(2**n_objects), n_objects).to(torch.float64)
-
-
 def transferred_rule_priors(data, learner: LearnerConfig = LearnerConfig()) -> dict[str, np.ndarray]:
     """The rule prior each participant row of round ``r > 1`` brings from the person's rounds ``1 .. r - 1``.
 
@@ -284,7 +270,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
         rule_prior = transferred_rule_priors(data, learner)
     rp_table, rp_mask = rule_prior_table(data.ids, rule_prior) if rule_prior is not None else (None, None)
     space = learner.space(N)
-    cands = _codes_to_sets(N)
+    cands = space.sets  # every set, by code: the learner's prior allows them all
     n_sets = cands.shape[0]
     hist = data.histories()
     chosen = data.choice_indices()  # demonstrations are in the history but are not the participant's choices
@@ -337,9 +323,8 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
 
 
 def told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Tensor | None:
-    """``[P, 2**N]`` log prior of each blicket set for participants told the number of blickets (uniform over the
-    sets of that size, :data:`RULED_OUT` elsewhere) and the learner's own prior for the others; None if nobody was
-    told."""
+    """``[P, 2**N]`` log prior of each blicket set for participants told the number of blickets (uniform over the sets
+    of that size, :data:`RULED_OUT` elsewhere) and the learner's own prior for the others; None if nobody was told."""
     if all(counts[k] is None for k in ids):
         return None
     S = space.n_sets
@@ -357,8 +342,7 @@ def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torc
                   ids: list) -> Features:
     """Features of one decision for each of ``P`` simulated participants (used by simulation)."""
     P = ll.shape[0]
-    N = space.n_objects
-    cands = _codes_to_sets(N)
+    cands = space.sets
     tt = torch.full((P,), float(t), dtype=torch.float64)
     return Features(ids=ids, space=space, pid=torch.arange(P), t=tt, ll=ll, choice=torch.full((P,), -1),
                     can_stop=tt >= min_tests, tested=tested, candidates=cands, sizes=cands.sum(-1),
@@ -517,7 +501,7 @@ class ChoiceModel:
 
     # ---- shared machinery -------------------------------------------------------------------------------
     posterior = staticmethod(learner_posterior)
-    log_rule_prior = staticmethod(log_rule_prior)
+    entropy_bits = staticmethod(entropy_bits)
 
     @staticmethod
     def eig(feats: Features, log_w: torch.Tensor) -> torch.Tensor:
@@ -525,10 +509,6 @@ class ChoiceModel:
         shape = log_w.shape[:-1]
         out = eig_bits(feats.space, log_w.reshape(-1, log_w.shape[-1]), feats.candidates, "joint")
         return out.reshape(*shape, out.shape[-1])
-
-    @staticmethod
-    def entropy_bits(log_w: torch.Tensor) -> torch.Tensor:
-        return -(log_w.exp() * log_w).sum(-1) / _LOG2
 
     def log_probs(self, feats: Features, theta: dict) -> torch.Tensor:
         """Log probability ``[..., D, 2**N + 1]`` of every option (sets by code, then stop) at every decision.

@@ -1,9 +1,8 @@
 """Choice models whose set preference is a weighted sum of set features (softmax over the ``2**N`` sets).
 
-``LinearChoice(name, terms)`` scores each set by ``sum_k weight_k * feature_k(set)``; each term names a feature
-from :mod:`.features` and the :class:`~.base.Param` of its weight. Every model in the registry except
-``random`` is one of these, so the ablation family (EIG only, sweep only, size only, and their sums) is just
-the list of term combinations.
+``LinearChoice(name, terms)`` scores each set by ``sum_k weight_k * feature_k(set)``; each term names a feature from
+:mod:`.features` and the :class:`~.base.Param` of its weight. Every model in the registry except ``random`` is one of
+these, so the ablation family (EIG only, sweep only, size only, and their sums) is just the list of term combinations.
 """
 
 from __future__ import annotations
