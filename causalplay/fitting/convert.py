@@ -32,11 +32,10 @@ def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool
              data):
     """InferenceData of a fit.
 
-    ``posterior``: every raw site (participant-level ones with dim ``participant``) and every constrained
-    parameter; ``log_likelihood``: ``choice`` over a flat ``choice`` dim (coords ``participant_of_choice`` and
-    ``test`` say whose choice at which test) and ``judgement`` over ``participant`` (participants without a
-    judgement have NaN); ``observed_data``; ``constant_data.true_blickets`` (participant x object);
-    ``sample_stats.diverging`` for NUTS.
+    ``posterior``: every raw site (participant-level ones with dim ``participant``) and every constrained parameter;
+    ``log_likelihood``: ``choice`` over a flat ``choice`` dim (coords ``participant_of_choice`` and ``test`` say whose
+    choice at which test) and ``judgement`` over ``participant`` (participants without a judgement have NaN);
+    ``observed_data``; ``constant_data.true_blickets`` (participant x object); ``sample_stats.diverging`` for NUTS.
     """
     import arviz as az
 
@@ -45,11 +44,8 @@ def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool
     theta = par.theta(flat)
     choice_ll, judge_ll = pointwise_log_lik(par, feats, theta)
     judge_ll[:, feats.judgement < 0] = float("nan")
-    posterior, dims = {}, {}
-    for k, v in raw.items():
-        posterior[k] = v.numpy()
-        if v.dim() == 3:
-            dims[k] = ["participant"]
+    posterior = {k: v.numpy() for k, v in raw.items()}
+    dims = {k: ["participant"] for k, v in raw.items() if v.dim() == 3}
     for p in par.params:
         if p.level == "participant":
             posterior[p.name] = theta[p.name].reshape(C, S, -1).numpy()
@@ -63,10 +59,8 @@ def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool
     pid = np.asarray(feats.ids)[feats.pid.numpy()]
     coords = {"participant": feats.ids, "choice": np.arange(feats.n_decisions), "object": np.arange(data.n_objects)}
     obs = {"choice": feats.choice.numpy(), "judgement": feats.judgement.numpy()}
-    kw = {}
-    if diverging is not None:
-        kw["sample_stats"] = {"diverging": diverging}
-    idata = az.from_dict(posterior=posterior, log_likelihood=ll, observed_data=obs, dims=dims, coords=coords, **kw)
+    idata = az.from_dict(posterior=posterior, log_likelihood=ll, observed_data=obs, dims=dims, coords=coords,
+                         sample_stats=None if diverging is None else {"diverging": diverging})
     for grp in ("log_likelihood", "observed_data"):
         idata[grp] = idata[grp].assign_coords(participant_of_choice=("choice", pid),
                                               test=("choice", feats.test_index.numpy()))

@@ -126,11 +126,10 @@ def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOpti
     def loss_fn():  # -ELBO up to a constant (Gaussian entropy); one particle: exactly -(joint + entropy)
         return -(sum(draw() for _ in range(opts.particles)) / opts.particles + sum(s.sum() for s in log_scale))
 
-    # Without the profiling executor's optimised plans: they are kept for the life of the process (~40 MB per
-    # fit, so a model-recovery worker running hundreds of fits was killed for memory) and bought nothing here
-    # (7.9 s vs 8.4 s per 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its chains run
-    # in worker processes that exit, and the NUTS numbers in the docs were made with them (a run without them
-    # adapts another step size).
+    # Without the profiling executor's optimised plans: they are kept for the life of the process (~40 MB per fit, so a
+    # model-recovery worker running hundreds of fits was killed for memory) and bought nothing here (7.9 s vs 8.4 s per
+    # 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its chains run in worker processes that exit,
+    # and the NUTS numbers in the docs were made with them (a run without them adapts another step size).
     with torch.jit.optimized_execution(False):
         losses = run_svi(adam_step(loc + log_scale, loss_fn, opts, clip_norm=10.0), opts,
                          desc=f"SVI {par.model.name}")

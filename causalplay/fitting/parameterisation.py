@@ -51,13 +51,6 @@ class Parameterisation:
     def params(self) -> tuple[Param, ...]:
         return self.model.all_params()
 
-    @property
-    def kind(self) -> str:
-        return "hierarchical" if self.hierarchical else "flat"
-
-    def _pooled(self, p: Param) -> bool:
-        return p.level == "participant" and self.hierarchical
-
     # ---- site layout ------------------------------------------------------------------------------------
     def _layout(self) -> list[tuple[Param, str, tuple[int, ...]]]:
         """``(parameter, site suffix, shape)`` of every unconstrained NUTS site, in site order."""
@@ -92,7 +85,7 @@ class Parameterisation:
         lp = torch.zeros((), dtype=_F64)
         raw = {}
         for p in self.params:
-            if not self._pooled(p):
+            if p.level == "shared" or not self.hierarchical:
                 v = q[p.name + "_raw"]
                 lp = lp + dist.Normal(p.loc * one, p.scale * one).log_prob(v).sum()
                 raw[p.name + "_raw"] = v

@@ -256,7 +256,6 @@ class Comparison(pd.DataFrame):
         if "heldout_nats_per_choice" in self.columns:
             x = self["heldout_nats_per_choice"].to_numpy()
             ax.errorbar(x, y, xerr=self["heldout_diff_se"].fillna(0).to_numpy(), fmt="o", color="k", capsize=3)
-            ax.axvline(x[0], color="grey", ls="--", lw=1)
             ax.set_xlabel("held-out nats per choice (lower is better; bars: paired SE of the difference to the best)")
         else:
             x = self["elpd_loo"].to_numpy()
@@ -264,9 +263,9 @@ class Comparison(pd.DataFrame):
                         label="elpd_loo ± SE")
             ax.errorbar(x[1:], y[1:] + 0.2, xerr=self["dse"].to_numpy()[1:], fmt="^", color="grey", capsize=3,
                         label="paired SE of the difference to the best")
-            ax.axvline(x[0], color="grey", ls="--", lw=1)
             ax.set_xlabel("PSIS-LOO elpd (higher is better)")
             ax.legend(fontsize=8)
+        ax.axvline(x[0], color="grey", ls="--", lw=1)
         ax.set_yticks(y, list(self.index))
         ax.invert_yaxis()
         ax.set_title(getattr(self, "verdict", "") or "", fontsize=8, wrap=True)

@@ -1,10 +1,9 @@
 """Workflows of many fits: participant-level k-fold cross-validation and model recovery, on any executor.
 
 Every fit is :func:`~causalplay.fitting.scoring.fit_and_score` (a module-level function returning a small
-:class:`~causalplay.fitting.scoring.Score`), so both hand their fits to an executor of
-:mod:`causalplay.bench.executors` -- ``serial``, ``process``, ``ray`` or ``dask`` (a cluster at ``address``) --
-and collect them in order. Every fit is seeded, so the tables do not depend on where the fits ran (beyond
-floating-point summation order).
+:class:`~causalplay.fitting.scoring.Score`), so both hand their fits to an executor of :mod:`causalplay.bench.executors`
+-- ``serial``, ``process``, ``ray`` or ``dask`` (a cluster at ``address``) -- and collect them in order. Every fit is
+seeded, so the tables do not depend on where the fits ran (beyond floating-point summation order).
 
 ::
 
