@@ -105,8 +105,7 @@ class _HypothesisSets(dist.TorchDistribution):
         n = self.sets.shape[-1]
         code = vectors_to_codes(value)
         table = torch.full((2**n,), -1, dtype=torch.long, device=value.device)
-        table[vectors_to_codes(self.sets)] = torch.arange(
-            self.sets.shape[0], device=value.device)
+        table[vectors_to_codes(self.sets)] = torch.arange(self.sets.shape[0], device=value.device)
         idx = table[code]
         lp = self._cat.log_prob(idx.clamp_min(0))
         return torch.where(idx >= 0, lp, torch.full_like(lp, -float("inf")))

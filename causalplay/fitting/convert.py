@@ -28,8 +28,7 @@ def pointwise_log_lik(par: Parameterisation, feats: Features, theta: dict, chunk
     return choice_ll, judge_ll
 
 
-def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool, diverging: np.ndarray | None,
-             data):
+def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool, diverging: np.ndarray | None, data):
     """InferenceData of a fit.
 
     ``posterior``: every raw site (participant-level ones with dim ``participant``) and every constrained parameter;

@@ -62,8 +62,7 @@ def _pyro_name(site: str) -> str:
     return site[: -len("_logsigma")] + "_sigma" if site.endswith("_logsigma") else site
 
 
-def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
-                 chain: int):
+def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int, chain: int):
     """Chain ``chain``'s potential and start (run in the chain's process: the density is traced there)."""
     gen = torch.Generator().manual_seed(seed + 7919 * chain)
     q0 = par.init(opts.init_jitter if opts.chains > 1 else 0.0, gen)
@@ -131,8 +130,7 @@ def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOpti
     # 1500-step fit of eig_sweep; losses equal to 1e-15). NUTS keeps them: its chains run in worker processes that exit,
     # and the NUTS numbers in the docs were made with them (a run without them adapts another step size).
     with torch.jit.optimized_execution(False):
-        losses = run_svi(adam_step(loc + log_scale, loss_fn, opts, clip_norm=10.0), opts,
-                         desc=f"SVI {par.model.name}")
+        losses = run_svi(adam_step(loc + log_scale, loss_fn, opts, clip_norm=10.0), opts, desc=f"SVI {par.model.name}")
     with torch.no_grad():
         raw = {}
         for k, m, s in zip(keys, loc, log_scale, strict=True):

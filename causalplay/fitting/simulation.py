@@ -90,8 +90,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     learner = learner or LearnerConfig()
     P = len(worlds)
     names = {p.name for p in cm.all_params()}
-    missing = names - set(theta)
-    if missing:
+    if missing := names - set(theta):
         raise ValueError(f"theta lacks parameter(s) {sorted(missing)} of model {cm.name!r}")
     for arg, values in (("rule_prior", rule_prior), ("n_blickets", n_blickets)):
         if values is not None and len(values) != P:
@@ -129,8 +128,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         feats.rule_prior, feats.transferred, feats.set_log_prior = rp_table, rp_mask, told
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
-        choice = (torch.full((P,), S) if t == max_tests
-                  else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1))
+        choice = torch.full((P,), S) if t == max_tests else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
         stop = active & (choice == S)
         if bool(stop.any()):  # the judgement of those who stop now, from what they know now
             jf = step_features(space, ll, 0, tested, learner.min_tests, ids)

@@ -128,8 +128,7 @@ def crossval(data: TrialData, models: Sequence[str], *, folds: int = 4, split_se
         ``crossval_participants.csv`` is written there as the fits finish, ``crossval.csv`` at the end.
     """
     folds = integer(folds, "folds", low=2)
-    problem = participants_problem(len(data), folds, what="participants")
-    if problem:
+    if problem := participants_problem(len(data), folds, what="participants"):
         raise ValueError(f"cross-validation: {problem}")
     out = None if out is None else Path(out)
     pairs = data.folds(folds, seed=split_seed)
@@ -244,8 +243,7 @@ def _override(pops: dict[str, dict], over: dict[str, dict]) -> dict[str, dict]:
         if m not in out:
             raise ValueError(f"population sets {m!r}, which generates no data set here (generating models: "
                              f"{sorted(out)})")
-        unknown = sorted(set(values) - set(out[m]))
-        if unknown:
+        if unknown := sorted(set(values) - set(out[m])):
             raise ValueError(f"population: {m} has no group-level site(s) {unknown}; its sites are {sorted(out[m])}")
         out[m].update({k: float(v) for k, v in values.items()})
     return out
@@ -261,13 +259,11 @@ def _resumable_rows(path: Path, models, folds: int, datasets: int, labels: dict[
     old = pd.read_csv(path, float_precision="round_trip")  # rewritten later: keep every digit
     old["population"] = old["population"].fillna("fitted") if "population" in old else "fitted"
     old["participants"] = old["participants"].fillna(n_people).astype(int) if "participants" in old else n_people
-    was = sorted(set(old["participants"]) - {participants})
-    if was:
+    if was := sorted(set(old["participants"]) - {participants}):
         raise ValueError(f"{path} has data sets of {[int(n) for n in was]} simulated participants, not "
                          f"{participants}; use another output folder")
     for m, label in labels.items():
-        was = sorted(set(old.loc[old["true"] == m, "population"]) - {label})
-        if was:
+        if was := sorted(set(old.loc[old["true"] == m, "population"]) - {label}):
             raise ValueError(f"{path} has {m} data sets simulated from population {was}, not {label!r}; use another "
                              f"output folder")
     scored = sorted(c[len("nats_"):] for c in old.columns if c.startswith("nats_"))
@@ -355,8 +351,7 @@ def model_recovery(data: TrialData, models: Sequence[str], *, generating: Sequen
         raise ValueError(f"generating models {sorted(set(true_models) - set(models))} are not among the fitted "
                          f"models {list(models)}")
     n_sim = len(data) if participants is None else participants
-    problem = participants_problem(n_sim, folds, test_fraction, what="simulated participants")
-    if problem:
+    if problem := participants_problem(n_sim, folds, test_fraction, what="simulated participants"):
         raise ValueError(f"model recovery: {problem}")
     population = population or {}
     rng = np.random.default_rng(seed + 1)

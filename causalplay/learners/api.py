@@ -182,8 +182,7 @@ def _transferred_spec(post, n_objects: int, **given) -> WorldSpec:
                          "overhypothesis=post[i]")
     defaults = {"rules": ("disjunctive", "conjunctive"), "rule_prior": None, "blicket_prior": 1.0 / 3.0,
                 "n_blickets": None, "noise": 0.0}
-    clash = [k for k, v in given.items() if not (v is defaults[k] or v == defaults[k])]
-    if clash:
+    if clash := [k for k, v in given.items() if not (v is defaults[k] or v == defaults[k])]:
         raise ValueError(f"with overhypothesis=..., the new machine's prior comes from the overhypothesis; do not also "
                          f"pass {', '.join(clash)}")
     return post.predictive_prior(0, n_objects=n_objects)

@@ -182,8 +182,7 @@ def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
     t0 = time.perf_counter()
     losses = run_svi(pyro_svi_step(model, guide, elbo, options, trials, lit, mask), options)
     store = pyro.get_param_store()
-    rule_probs = (torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0
-                  else np.zeros((B, 0)))
+    rule_probs = torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0 else np.zeros((B, 0))
     cont = {n: (store[f"{n}_loc"][:, 0].detach().cpu().numpy(), store[f"{n}_scale"][:, 0].detach().cpu().numpy())
             for n in continuous}
     return SVIResult(rule_names, rule_probs, store["blicket_logits"][:, 0].detach().cpu().numpy(), cont, losses,

@@ -96,8 +96,7 @@ def get_model(name: str | ChoiceModel | Spec, judgement: str | JudgementModel | 
             raise ValueError(f"choice model option(s) {bad} in {str(spec)!r}; expected transfer=, shared=, judgement=")
         cm = REGISTRY[spec.name]
         if opts.get("shared"):
-            shared = opts["shared"]
-            cm = cm.with_shared([shared] if isinstance(shared, str) else list(shared))
+            cm = cm.with_shared(opts["shared"])  # a name or a list of them
         if opts.get("transfer"):
             cm = cm.with_transfer()
         judgement = opts.get("judgement", judgement)

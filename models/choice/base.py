@@ -226,8 +226,7 @@ def rule_prior_table(ids, rule_prior: dict) -> tuple[torch.Tensor, torch.Tensor]
     """``rule_prior`` (participant -> P(conj) or [P(disj), P(conj)]) -> ``[P, 2]`` probabilities over the
     participants ``ids`` and the mask of those named (the others get 0.5, unused)."""
     ids = list(ids)
-    unknown = [k for k in rule_prior if k not in set(ids)]
-    if unknown:
+    if unknown := [k for k in rule_prior if k not in set(ids)]:
         raise ValueError(f"rule_prior names participant(s) {unknown[:5]} that are not in the data")
     table = torch.full((len(ids), 2), 0.5, dtype=torch.float64)
     mask = torch.zeros(len(ids), dtype=torch.bool)
@@ -274,8 +273,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
     n_sets = cands.shape[0]
     hist = data.histories()
     chosen = data.choice_indices()  # demonstrations are in the history but are not the participant's choices
-    few = [(k, len(chosen[k])) for k in data.ids if len(chosen[k]) < learner.min_tests]
-    if few:
+    if few := [(k, len(chosen[k])) for k in data.ids if len(chosen[k]) < learner.min_tests]:
         raise ValueError(
             f"participant {few[0][0]!r} ran {few[0][1]} test(s) but the modelled learner cannot stop before "
             f"min_tests={learner.min_tests} ({len(few)} such participant(s): {[k for k, _ in few[:5]]}); drop them "
@@ -520,8 +518,7 @@ class ChoiceModel:
         logits = self.set_logits(feats, th, log_w)
         n = logits.shape[-1]
         lapse = th["lapse"][..., None]
-        log_sets = torch.logaddexp(torch.log1p(-lapse) + torch.log_softmax(logits, -1),
-                                   torch.log(lapse) - math.log(n))
+        log_sets = torch.logaddexp(torch.log1p(-lapse) + torch.log_softmax(logits, -1), torch.log(lapse) - math.log(n))
         stop_logit = (th["stop_a"] + th["stop_h"] * (self.entropy_bits(log_w) - 2.0)
                       + th["stop_t"] * (feats.t - 5.0) / 5.0)
         can = feats.can_stop

@@ -31,8 +31,7 @@ class LinearChoice(ChoiceModel):
     """
 
     def __init__(self, name: str, terms, description: str = ""):
-        unknown = [f for f, _ in terms if f not in FEATURES]
-        if unknown:
+        if unknown := [f for f, _ in terms if f not in FEATURES]:
             raise ValueError(f"unknown set feature(s) {unknown}; available: {sorted(FEATURES)}")
         self.name = name
         self.terms = tuple((f, p) for f, p in terms)
