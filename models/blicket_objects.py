@@ -32,14 +32,6 @@ from causalplay.core.spec import WorldSpec
 __all__ = ["blicket_objects_model"]
 
 
-def _check_independent(spec: WorldSpec) -> None:
-    if spec.n_blickets is not None:
-        raise ValueError(
-            "the per-object model needs an independent blicket prior (blicket_prior=p); a prior over the number "
-            f"of blickets (n_blickets={spec.n_blickets}) couples all objects -- use the exact engine instead"
-        )
-
-
 def blicket_objects_model(trials: torch.Tensor, lit: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                           *, spec: WorldSpec, noise_prior: tuple[float, float] | None = None) -> torch.Tensor:
     """Generate (or condition on) responses to ``trials [B, T, N]``; see the module docstring for sites.
@@ -54,7 +46,11 @@ def blicket_objects_model(trials: torch.Tensor, lit: torch.Tensor | None = None,
     noise_prior : (a, b), optional
         Beta prior on the per-episode flip probability; ``None`` keeps each rule's fixed noise.
     """
-    _check_independent(spec)
+    if spec.n_blickets is not None:
+        raise ValueError(
+            "the per-object model needs an independent blicket prior (blicket_prior=p); a prior over the number "
+            f"of blickets (n_blickets={spec.n_blickets}) couples all objects -- use the exact engine instead"
+        )
     B, T, N = trials.shape
     dtype = trials.dtype
     ks = torch.arange(N + 1, dtype=dtype, device=trials.device)

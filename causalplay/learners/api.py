@@ -130,7 +130,8 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     [0.333, 1.0, 0.333]
     """
     budget = max_memory_arg(max_memory)
-    svi_kw = _svi_options(svi_options)
+    if svi_options is not None and not isinstance(svi_options, Mapping):
+        raise TypeError(f"svi_options must be a dict of SVIOptions fields, got {svi_options!r}")
     if threads is not None:
         threads = integer(threads, "threads", low=1)
     if dtype not in (torch.float32, torch.float64):
@@ -144,7 +145,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     if choose_method(method, spec) == "svi":
         from .svi import svi_beliefs
 
-        return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32), **svi_kw)[0]
+        return svi_beliefs(spec, HistoryBatch.from_histories([hist], dtype=torch.float32), **(svi_options or {}))[0]
     space = HypothesisSpace.build(spec, device, dtype)
     with single_thread(threads):
         log_w = history_log_posterior(space, hist.trials, hist.lit)
@@ -186,21 +187,6 @@ def _transferred_spec(post, n_objects: int, **given) -> WorldSpec:
         raise ValueError(f"with overhypothesis=..., the new machine's prior comes from the overhypothesis; do not also "
                          f"pass {', '.join(clash)}")
     return post.predictive_prior(0, n_objects=n_objects)
-
-
-def _svi_options(svi_options) -> dict:
-    if svi_options is None:
-        return {}
-    if not isinstance(svi_options, Mapping):
-        raise TypeError(f"svi_options must be a dict of SVIOptions fields, got {svi_options!r}")
-    return dict(svi_options)
-
-
-def _nonempty(histories: list) -> list:
-    out = [h for h in histories if not (isinstance(h, Sequence) and len(h) == 0)]
-    if not out:
-        raise ValueError("cannot infer n_objects from histories with no observations; pass n_objects")
-    return out
 
 
 def infer_batch(histories, n_objects: int | None = None, *, episode: str = "episode", objects: str = "objects",
@@ -250,7 +236,10 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
             raise ValueError("histories is empty")
         n = n_objects
         if n is None:  # size first, then parse every history at that size: 0/1 vectors must all match it
-            n = max(History.from_pairs(h).n_objects for h in _nonempty(histories))
+            nonempty = [h for h in histories if not (isinstance(h, Sequence) and len(h) == 0)]
+            if not nonempty:
+                raise ValueError("cannot infer n_objects from histories with no observations; pass n_objects")
+            n = max(History.from_pairs(h).n_objects for h in nonempty)
         hs = []
         for e, h in enumerate(histories):
             try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -146,15 +145,13 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     if batch.batch_size == 0:
         raise ValueError("the HistoryBatch has no episodes")
     # Seeded, but the caller's RNG streams and Pyro param store are left as they were.
-    rng_state = (random.getstate(), np.random.get_state(), torch.get_rng_state())  # noqa: NPY002
+    rng_state = pyro.util.get_rng_state()  # Python's, numpy's and torch's
     try:
         with pyro.get_param_store().scope():
             pyro.set_rng_seed(options.seed)
             return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options)
     finally:
-        random.setstate(rng_state[0])
-        np.random.set_state(rng_state[1])  # noqa: NPY002
-        torch.set_rng_state(rng_state[2])
+        pyro.util.set_rng_state(rng_state)
 
 
 def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:

@@ -347,11 +347,6 @@ def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torc
                     final_ll=ll, judgement=torch.full((P,), -1), test_index=torch.full((P,), t + 1))
 
 
-def log_rule_prior(rho: torch.Tensor) -> torch.Tensor:
-    """``[..., 2]`` log prior of (disjunctive, conjunctive) with ``P(conjunctive) = sigmoid(rho)``."""
-    return torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)
-
-
 def participant_rule_prior(feats: Features, rho: torch.Tensor, pid: torch.Tensor | None = None,
                            transfer: torch.Tensor | None = None) -> torch.Tensor:
     """``[..., X, 2]`` log rule prior of the rows ``pid [X]`` (participant index of each row of ``rho``).
@@ -359,7 +354,7 @@ def participant_rule_prior(feats: Features, rho: torch.Tensor, pid: torch.Tensor
     ``sigmoid(rho)`` unless the features carry a transferred prior ``q`` for that participant; then ``q``
     (``transfer`` None) or the mixture ``transfer * q + (1 - transfer) * sigmoid(rho)``.
     """
-    base = log_rule_prior(rho)
+    base = torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)  # log (P(disjunctive), P(conjunctive))
     if feats.rule_prior is None:
         if transfer is not None:
             raise ValueError("a '+transfer' model needs features with a transferred rule prior: build them with "
