@@ -130,11 +130,9 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
             lp = cm.log_probs(feats, th)
         choice = torch.full((P,), S) if t == max_tests else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
         stop = active & (choice == S)
-        if bool(stop.any()):  # the judgement of those who stop now, from what they know now
-            jf = step_features(space, ll, 0, tested, learner.min_tests, ids)
-            jf.rule_prior, jf.transferred, jf.set_log_prior = rp_table, rp_mask, told
+        if bool(stop.any()):  # the judgement of those who stop now, from what they know now (feats.final_ll)
             with torch.no_grad():
-                jl = cm.judgement_log_probs(jf, th)
+                jl = cm.judgement_log_probs(feats, th)
             judged = torch.where(stop, torch.multinomial(jl.exp(), 1, generator=gen).squeeze(-1), judged)
         r, code = judged // S, judged % S
         trial = codes_to_vectors(choice, n_objects).to(torch.float64)
