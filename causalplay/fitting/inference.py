@@ -221,18 +221,16 @@ class Fit:
                 continue
             v = th[p.name].numpy()
             q = np.quantile(v, [lo, hi], axis=0)
-            for i, pid in enumerate(self.feats.ids):
-                rows.append({"participant": pid, "parameter": p.name, "mean": v[:, i].mean(), "sd": v[:, i].std(),
-                             f"q{lo * 100:g}": q[0, i], f"q{hi * 100:g}": q[1, i]})
+            rows += [{"participant": pid, "parameter": p.name, "mean": v[:, i].mean(), "sd": v[:, i].std(),
+                      f"q{lo * 100:g}": q[0, i], f"q{hi * 100:g}": q[1, i]} for i, pid in enumerate(self.feats.ids)]
         return pd.DataFrame(rows)
 
     def summary(self, **kw) -> pd.DataFrame:
         """``az.summary`` of the group-level and shared parameters (participant-level ones with ``var_names``)."""
         import arviz as az
 
-        if "var_names" not in kw:
-            kw["var_names"] = [v for v in self.idata.posterior.data_vars if "participant" not in
-                               self.idata.posterior[v].dims]
+        kw.setdefault("var_names", [v for v in self.idata.posterior.data_vars
+                                    if "participant" not in self.idata.posterior[v].dims])
         if self.idata.posterior.sizes["chain"] < 2:
             kw.setdefault("kind", "stats")  # one chain (SVI): no R-hat/ESS to report
         return az.summary(self.idata, **kw)
