@@ -78,6 +78,15 @@ def test_told_counts_and_demonstrations_change_the_fit_inputs_and_fit():
     assert torch.isfinite(total) and all(torch.isfinite(v.grad).all() for v in theta.values())
     f = causalplay.fit(data, "eig_sweep_single", method="svi", svi=SVIOptions(steps=20, draws=10))
     assert f.feats.n_decisions == data.n_choices and np.isfinite(f.extra["elbo_losses"]).all()
+    # New participants on worlds drawn from the data are told what the participant of that world was told;
+    # on worlds the caller names, nobody is told a count.
+    told = {(p.rule, tuple(p.true_blickets)): k for p, k in zip(data.participants.itertuples(),
+                                                                 data.known_counts().values(), strict=True)}
+    assert len(told) == len(data) and any(k is not None for k in told.values())  # each world names one count
+    new = f.simulate(12, seed=2).participants
+    got = [None if np.isnan(k) else int(k) for k in new["n_blickets"]]
+    assert got == [told[(r, tuple(b))] for r, b in zip(new["rule"], new["true_blickets"], strict=True)]
+    assert "n_blickets" not in f.simulate(2, worlds=[("disjunctive", (0,))] * 2, seed=2).participants
 
 
 def test_simulated_participants_are_told_their_count_and_choose_by_it():

@@ -47,11 +47,12 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
         group = {k: v[d] for k, v in flat.items() if v.dim() == 1}
         raw = fit.par.new_participants(group, n_participants, 1, gen)
         theta = {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
-        told = [None] * n_participants
-        if worlds is None:
+        if worlds is None:  # a fitted participant's world, and the count that participant was told
             w = torch.randint(P, (n_participants,), generator=gen).tolist()
             worlds = [(parts["rule"].iloc[i], parts["true_blickets"].iloc[i]) for i in w]
-            told = [told[i] for i in w] if any(k is not None for k in told) else told
+            told = [told[i] for i in w]
+        else:  # worlds the caller chose: nobody is told a count
+            told = [None] * n_participants
     return simulate(fit.model, theta, worlds, fit.data.n_objects, learner=fit.learner, seed=seed + 1,
                     max_tests=max_tests, n_blickets=told if any(k is not None for k in told) else None)
 
