@@ -93,6 +93,10 @@ def test_tables_dtypes_integer_counts_and_determinism():
     assert [disjunctive().deterministic, disjunctive(0.01).deterministic, Sigmoid().deterministic] == [True, False,
                                                                                                       False]
     assert Sigmoid().gain == 10.0 and Sigmoid().bias == 0.5 and Sigmoid().noise == 0.0 and Threshold().m == 1
+    # the tables are made on the device asked for ("meta": shapes only, so this runs without a GPU)
+    for rule in (conjunctive(0.1), disjunctive(), Sigmoid(gain=2.0, bias=1.3)):
+        t, lt = rule.table(3, device="meta"), rule.log_table(3, device="meta")
+        assert (t.device.type, t.shape, lt.device.type, lt.shape) == ("meta", (4,), "meta", (2, 4))
 
 
 def test_constructors_store_plain_numbers_and_name_their_errors():
