@@ -40,7 +40,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from causalplay.agents.rl import Policy, RLAgent, RunInfo, load_model, read_run, sb3_class
 from causalplay.agents.rl_features import HistoryLSTM
 from causalplay.bench.play import play
-from causalplay.bench.plots import _plt
+from causalplay.bench.plots import _subplots
 from causalplay.envs import ENV_IDS, SEQUENCE_IDS, make_batch
 from causalplay.envs.pixels import PIXEL_IDS
 
@@ -432,8 +432,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
 def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     """Held-out eval episode Acc and R against env steps (log scale) of training folders, in one figure."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = _subplots(1, 2, figsize=(11, 4))
     for label, d in runs.items():
         f = Path(d) / "progress.csv"
         df = pd.read_csv(f) if f.exists() else None
@@ -446,5 +445,4 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return Path(path)
