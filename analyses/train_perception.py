@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from causalplay.agents.perception import DEFAULT_WEIGHTS, Perception, PerceptionNet, render_panels, sample_panels
-from causalplay.bench.sequences import _wilson
+from causalplay.core.metrics import wilson_ci
 from causalplay.render.scene import MAX_OBJECTS, SCENE_VERSION
 
 
@@ -106,7 +106,7 @@ def score(model: Perception, frames: np.ndarray, on: np.ndarray, lit: np.ndarray
                            "p_lit": round(float(p_lit[j]), 4)})
     nf = len(frames)
     # the per-frame accuracy with its 95% Wilson interval (no frames: nan, and the whole of [0, 1])
-    acc, lo, hi = _wilson(frame_ok) if nf else (float("nan"), 0.0, 1.0)
+    acc, lo, hi = wilson_ci(frame_ok) if nf else (float("nan"), 0.0, 1.0)
     return {"frames": nf, "frame_acc": acc, "frame_acc_wilson95": [float(lo), float(hi)],
             "bit_acc": right_bits / max(1, total_bits), "lit_acc": lit_ok / max(1, nf), "n_wrong_frames": len(errors),
             "errors": errors, "least_confident": [i for i, _ in sorted(conf, key=lambda t: t[1])[:8]]}

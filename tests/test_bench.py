@@ -13,6 +13,7 @@ from causalplay.bench import (
     assign_split,
     auccess,
     mean_ci,
+    ratio_ci,
     run_benchmark,
     run_episodes,
     stable_unit,
@@ -20,6 +21,7 @@ from causalplay.bench import (
     summarise,
     template_folds,
     wilcoxon,
+    wilson_ci,
 )
 
 
@@ -56,6 +58,32 @@ def test_mean_ci_by_hand():
     # sd = 1, t(0.975, 2) = 4.302652729749464 (tables), half-width = t / sqrt(3)
     assert m == 2.0 and h == pytest.approx(4.302652729749464 / math.sqrt(3), rel=1e-9)
     assert mean_ci([4.0]) == (4.0, 0.0)
+
+
+def test_wilson_ci_by_hand():
+    # 3 of 4: p = 0.75; with z = 1.959964, centre (p + z^2/8) / (1 + z^2/4) = 0.627527 and half-width
+    # z sqrt(p(1-p)/4 + z^2/64) / (1 + z^2/4) = 0.326885 -> (0.300642, 0.954413); tables give (0.3006, 0.9544)
+    p, lo, hi = wilson_ci([1, 1, 0, 1])
+    assert p == 0.75 and (lo, hi) == pytest.approx((0.300642, 0.954413), abs=2e-6)
+    # 0 of 5: lower bound 0 (not negative), upper z^2 / (5 + z^2) = 0.434482
+    assert wilson_ci(np.zeros(5, bool)) == pytest.approx((0.0, 0.0, 0.434482), abs=2e-6)
+    assert wilson_ci([True] * 2000)[2] == 1.0  # exactly, though c + h rounds below 1 there
+    for bad in ([], [0.5, 1.0], [[1, 0]]):
+        with pytest.raises(ValueError, match="successes"):
+            wilson_ci(bad)
+    with pytest.raises(ValueError, match="level"):
+        wilson_ci([1, 0], level=95)
+
+
+def test_ratio_ci_refuses_what_it_cannot_answer():
+    with pytest.raises(ValueError, match="same length"):
+        ratio_ci([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        ratio_ci([], [])
+    with pytest.raises(ValueError, match=r"mean\(y\) is 0"):
+        ratio_ci([1.0, 2.0], [1.0, -1.0])
+    r, h = ratio_ci([3.0], [2.0])
+    assert r == 1.5 and math.isnan(h)
 
 
 def test_stable_hash_splits_by_hand():

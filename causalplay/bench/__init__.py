@@ -7,7 +7,17 @@ Command line: ``causalplay bench --env causalplay/IVRE-v0 --agents eig,planner``
 
 from __future__ import annotations
 
-from causalplay.core.metrics import assign_split, auccess, mean_ci, stable_unit, success_curve, template_folds, wilcoxon
+from causalplay.core.metrics import (
+    assign_split,
+    auccess,
+    mean_ci,
+    ratio_ci,
+    stable_unit,
+    success_curve,
+    template_folds,
+    wilcoxon,
+    wilson_ci,
+)
 
 from .executors import EXECUTORS, SerialExecutor, make_executor
 from .play import play
@@ -16,5 +26,5 @@ from .shards import RunLock, RunLocked, Shard, ShardError
 
 __all__ = ["play", "run_benchmark", "run_episodes", "run_shard", "summarise", "table", "write_results", "FAMILIES",
            "family_of", "SerialExecutor", "make_executor", "EXECUTORS", "Shard", "ShardError", "RunLock",
-           "RunLocked", "auccess", "success_curve", "wilcoxon", "mean_ci", "stable_unit", "assign_split",
-           "template_folds"]
+           "RunLocked", "auccess", "success_curve", "wilcoxon", "mean_ci", "wilson_ci", "ratio_ci", "stable_unit",
+           "assign_split", "template_folds"]

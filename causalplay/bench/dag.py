@@ -12,13 +12,13 @@ method).
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 import pandas as pd
 import torch
 
+from causalplay.core.metrics import ratio_ci
 from causalplay.envs import DAG_ENV_IDS, make_batch
 
 from .family import Family, build_agent, ci_columns
@@ -28,19 +28,6 @@ __all__ = ["DAGFamily", "ratio_ci"]
 
 _COLUMNS = ("pct_optimal", "match", "reward", "expected_reward", "optimal_reward", "nontrivial", "action",
             "optimal_action")
-
-
-def ratio_ci(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """``mean(x) / mean(y)`` and its CI half-width by the delta method (paired samples)."""
-    from scipy.stats import norm
-
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    r = float(x.mean() / y.mean())
-    if len(x) < 2:
-        return r, float("nan")
-    c = np.cov(x, y)
-    var = (c[0, 0] - 2 * r * c[0, 1] + r * r * c[1, 1]) / (len(x) * y.mean() ** 2)
-    return r, float(norm.ppf(0.5 + level / 2) * math.sqrt(max(var, 0.0)))
 
 
 class DAGFamily(Family):

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from causalplay.agents import Agent, make_agent
+from causalplay.core.metrics import wilson_ci
 from causalplay.envs import SEQUENCE_IDS
 
 from .family import Family, build_agent
@@ -138,15 +139,6 @@ def _ci(x: np.ndarray) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
-def _wilson(x: np.ndarray) -> tuple[float, float, float]:
-    """Proportion with its 95% Wilson interval (stays inside [0, 1] near 0 and 1, unlike the normal one)."""
-    n, k, z = len(x), float(np.sum(x)), 1.96
-    p = k / n
-    c = (p + z * z / (2 * n)) / (1 + z * z / n)
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, c - h), min(1.0, c + h)
-
-
 def summarise_by_machine(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     """Means with 95% CIs by (rule_per, agent, machine); machines numbered from 1. Normal intervals for
     trials-to-solve and episode R, Wilson intervals for the solve rate.
@@ -164,7 +156,7 @@ def summarise_by_machine(df: pd.DataFrame, reference: str | None = None) -> pd.D
     for (rp, agent, k), g in df.groupby(["rule_per", "agent", "machine"], sort=True):
         row = {"rule_per": rp, "agent": agent, "machine": int(k) + 1, "n": len(g)}
         for col in ("trials_to_solve", "episode_reward", "solved"):
-            m, lo, hi = (_wilson if col == "solved" else _ci)(g[col].to_numpy(float))
+            m, lo, hi = (wilson_ci if col == "solved" else _ci)(g[col].to_numpy(float))
             row.update({col: m, f"{col}_lo": lo, f"{col}_hi": hi})
         if reference is not None and agent != reference:
             base = df[(df.rule_per == rp) & (df.agent == reference) & (df.machine == k)].set_index("sequence")

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["success_curve", "auccess", "auccess_weights", "wilcoxon", "mean_ci", "stable_unit", "assign_split",
-           "template_folds", "SPLITS"]
+__all__ = ["success_curve", "auccess", "auccess_weights", "wilcoxon", "mean_ci", "wilson_ci", "ratio_ci",
+           "stable_unit", "assign_split", "template_folds", "SPLITS"]
 
 SPLITS = ("train", "dev", "test")
 
@@ -67,6 +67,46 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]
         return float(v[0]), 0.0
     half = _t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
     return float(v.mean()), float(half)
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return float(norm.ppf(0.5 + level / 2))
+
+
+def wilson_ci(successes: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """A proportion and its Wilson score interval ``(p, lo, hi)`` from 0/1 outcomes.
+
+    Unlike the normal interval it stays inside [0, 1] and is not empty at 0 or n successes.
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0 or not np.isin(x, (0.0, 1.0)).all():
+        raise ValueError(f"successes must be a non-empty 1-d sequence of 0/1 (or bool), got {successes!r}")
+    n, z = x.size, _z(level)
+    p = float(x.mean())
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # exactly 0 / 1 at the ends (c -+ h rounds there), inside [0, 1] everywhere
+    return p, 0.0 if p == 0 else max(0.0, c - h), 1.0 if p == 1 else min(1.0, c + h)
+
+
+def ratio_ci(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """``mean(x) / mean(y)`` and its CI half-width by the delta method (paired samples; NaN for one pair)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or x.size == 0:
+        raise ValueError(f"need two paired non-empty 1-d samples of the same length, got shapes {x.shape} and "
+                         f"{y.shape}")
+    if y.mean() == 0:
+        raise ValueError("ratio_ci: mean(y) is 0, so the ratio is undefined")
+    z, r = _z(level), float(x.mean() / y.mean())
+    if x.size < 2:
+        return r, float("nan")
+    c = np.cov(x, y)
+    var = (c[0, 0] - 2 * r * c[0, 1] + r * r * c[1, 1]) / (x.size * y.mean() ** 2)
+    return r, float(z * math.sqrt(max(var, 0.0)))
 
 
 def stable_unit(key: str) -> float:
