@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["real", "probability", "integer", "choice", "set_to_code", "code_to_set", "codes_to_vectors",
+__all__ = ["real", "probability", "integer", "choice", "float_dtype", "set_to_code", "code_to_set", "codes_to_vectors",
            "vectors_to_codes", "popcount", "describe", "single_thread"]
 
 
@@ -103,6 +103,14 @@ def choice(value, name: str, options: Iterable[str]) -> str:
     if not isinstance(value, str) or value not in opts:
         raise ValueError(f"{name} must be one of {', '.join(repr(o) for o in opts)}, got {value!r}")
     return value
+
+
+def float_dtype(dtype) -> torch.dtype:
+    """``dtype`` if it is ``torch.float32`` or ``torch.float64`` (the dtypes inference runs in), else a
+    ``ValueError``."""
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
 
 
 # -- blicket sets <-> integer codes ------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import choice, integer, real, single_thread
+from ._validate import choice, float_dtype, integer, real, single_thread
 from .history import History, _BatchShape, check_frame, histories_from_frame
 from .priors import SigmoidPrior
 from .rules import Rule, Sigmoid, apply_log_noise, make_rules
@@ -579,8 +579,7 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
     form = choice(form, "form", FORMS)
     method = choice(method, "method", METHODS)
     method = "exact" if method == "auto" else method
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    float_dtype(dtype)
     chunk = integer(chunk, "chunk", low=1)
     seqs = _as_batch(episodes, n_objects, dtype, device, dict(sequence=sequence, episode=episode, objects=objects,
                                                                lit=lit, order=order))

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ._validate import codes_to_vectors, integer, probability, real, vectors_to_codes
+from ._validate import codes_to_vectors, float_dtype, integer, probability, real, vectors_to_codes
 from .priors import BlicketSetPrior
 from .rules import Rule, make_rules
 
@@ -253,8 +253,7 @@ class HypothesisSpace:
         """
         if not isinstance(spec, WorldSpec):
             raise TypeError(f"spec must be a causalplay.WorldSpec, got {type(spec).__name__}")
-        if dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+        float_dtype(dtype)
         try:
             dev = torch.device(device or "cpu")
         except (RuntimeError, TypeError) as e:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from ..core._validate import choice, integer
+from ..core._validate import choice, float_dtype, integer
 from ..core._validate import max_memory as max_memory_arg
 from ..core.beliefs import BatchBeliefs, Beliefs, single_thread
 from ..core.exact import history_log_posterior, log_posterior
@@ -134,8 +134,7 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
         raise TypeError(f"svi_options must be a dict of SVIOptions fields, got {svi_options!r}")
     if threads is not None:
         threads = integer(threads, "threads", low=1)
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    float_dtype(dtype)
     hist = History.from_pairs(history, _n_objects_arg(n_objects))
     if overhypothesis is not None:
         spec = _transferred_spec(overhypothesis, hist.n_objects, rules=rules, rule_prior=rule_prior,
@@ -218,8 +217,7 @@ def infer_batch(histories, n_objects: int | None = None, *, episode: str = "epis
     n_objects = _n_objects_arg(n_objects)
     if threads not in (None, "auto"):
         threads = integer(threads, "threads", low=1)
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    float_dtype(dtype)
     keys, batch = None, None
     if isinstance(histories, pd.DataFrame):
         keys, batch = histories_from_frame(histories, n_objects, episode, objects, lit, order, dtype, None)
