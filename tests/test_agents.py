@@ -350,3 +350,17 @@ def test_eig_trial_does_not_depend_on_the_batch(one_thread):
                 checked += 1
         obs, *_ = env.step(action)
     assert checked > 60
+
+
+def test_rule_marginals_by_hand():
+    # 3 objects, each a blicket with prob 1/2 (8 sets), disjunctive or conjunctive: 16 equal hypotheses. {0, 1}
+    # lit: disjunctive keeps the 6 sets meeting {0, 1}, conjunctive the 2 holding both, so P(conj) = 2/8. The
+    # second row observes nothing (inactive) and keeps the prior 1/2.
+    from causalplay.core.beliefs import BatchBeliefs
+    from causalplay.core.spec import HypothesisSpace, WorldSpec
+
+    post = BatchBeliefs.prior(HypothesisSpace.build(WorldSpec(3, rules=("disjunctive", "conjunctive"),
+                                                              blicket_prior=0.5)), 2)
+    post.observe_(torch.tensor([[1, 1, 0], [1, 0, 0]], dtype=torch.bool), torch.tensor([True, True]),
+                  torch.tensor([True, False]))
+    np.testing.assert_allclose(post.rule_marginals().numpy(), [[0.75, 0.25], [0.5, 0.5]], rtol=0, atol=1e-12)

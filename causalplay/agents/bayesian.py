@@ -301,8 +301,7 @@ class NexiomEIGAgent(Agent):
         tests = self.task.obs_layout.get(obs, "tests")[:, 0].round().long()
         stop = (best.values <= self.min_eig) | (tests >= self.task.horizon - 1)
         guess = self.post.code_to_set(self.post.map_code()).double()
-        sp = self.post.space
-        p_conj = self.post.log_w.exp().reshape(-1, sp.n_rules, sp.n_sets).sum(-1)[:, 1]
+        p_conj = self.post.rule_marginals()[:, 1]  # the task's rules are (disjunctive, conjunctive)
         self.ran = active & ~stop
         return torch.cat([self.cand[best.indices], 0.25 + 0.5 * guess, stop.double()[:, None],
                           p_conj.clamp(0, 1)[:, None]], 1)

@@ -150,7 +150,7 @@ class FeatureMap:
         if self.tracker:  # the MAP blicket set (rules summed out: only the set is judged)
             parts.append(post.code_to_set(post.map_code()).numpy())
         if self.n_rules > 1:
-            parts.append(post.log_w.exp().reshape(o.shape[0], self.n_rules, -1).sum(-1).numpy())
+            parts.append(post.rule_marginals().numpy())
         return np.concatenate(parts, 1, dtype=np.float32)
 
 

@@ -140,6 +140,10 @@ class BatchBeliefs:
         """``[B, S]`` tensor: the posterior of every blicket set, rules summed out."""
         return self.log_w.exp().reshape(-1, self.space.n_rules, self.space.n_sets).sum(1)
 
+    def rule_marginals(self) -> torch.Tensor:
+        """``[B, R]`` tensor: the posterior of each rule of the space (``space.rules``; sets summed out)."""
+        return self.log_w.exp().reshape(-1, self.space.n_rules, self.space.n_sets).sum(-1)
+
     def marginals(self) -> torch.Tensor:
         """``[B, N]`` tensor of blicket marginals (the tensor twin of :attr:`blicket_probs`)."""
         return (self.set_probs() @ self.space.sets).clamp(0.0, 1.0)  # rounding can overshoot 1 by an ulp
