@@ -8,13 +8,13 @@ stays on loopback.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
+
+from netns import report, two_node_ray_cluster
 
 from causalplay.bench import run_benchmark, summarise, table
 from causalplay.bench.executors import make_executor
@@ -47,34 +47,15 @@ def ray_local(out: Path) -> dict:
 
 
 def ray_cluster(out: Path) -> dict:
-    """A 2-node ``ray.cluster_utils.Cluster`` (1 CPU each): the table through ``address=``, then an interrupted
-    run on the same cluster."""
-    import shutil
-
+    """A two-node cluster: the table through ``address=``, then an interrupted run on the same cluster."""
     import ray
-    from ray.cluster_utils import Cluster
 
-    from causalplay.bench.executors import _ray_token_without_home
-
-    _ray_token_without_home()  # as make_executor does for a local cluster: no token file in the home folder
-    tmp = tempfile.mkdtemp(prefix="causalplay-raycl-")
-    os.environ["RAY_TMPDIR"] = tmp  # Cluster writes its address file under $RAY_TMPDIR/ray, not /tmp/ray
-    os.makedirs(os.path.join(tmp, "ray"))
-    try:
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                                "temp_dir": tmp})
-        try:
-            cluster.add_node(num_cpus=1, temp_dir=tmp)
-            cluster.wait_for_nodes()
-            with make_executor("ray", address=cluster.address) as ex:
-                nodes = len([n for n in ray.nodes() if n["Alive"]])
-                slots = ex.slots
-                small_table(out, ex)
-            aborted = ray_abort(out.with_name("ray-abort"), address=cluster.address)
-        finally:
-            cluster.shutdown()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with two_node_ray_cluster() as address:
+        with make_executor("ray", address=address) as ex:
+            nodes = len([n for n in ray.nodes() if n["Alive"]])
+            slots = ex.slots
+            small_table(out, ex)
+        aborted = ray_abort(out.with_name("ray-abort"), address=address)
     return {"nodes": nodes, "slots": slots, "abort": aborted}
 
 
@@ -129,10 +110,4 @@ if __name__ == "__main__":
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     root = Path(sys.argv[1])
     for part in sys.argv[2:]:
-        rec = {"part": part, "ok": False}
-        try:
-            rec.update(PARTS[part](root / part))
-            rec["ok"] = True
-        except BaseException:  # noqa: BLE001 - reported to the test
-            rec["error"] = traceback.format_exc()[-3000:]
-        print("RESULT " + json.dumps(rec), flush=True)
+        report(lambda part=part: PARTS[part](root / part), part=part)

@@ -5,33 +5,17 @@ namespace of their own (``unshare -n``), with ``HOME`` pointed at an empty folde
 """
 
 import importlib.util
-import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from bench_cluster_run import AGENTS, DAG, ENVS, EPISODES, SEEDS, SHARD, small_table
+from netns import HERE, netns_problem, run_in_netns
 
-HERE = Path(__file__).resolve().parent
 HAVE = {m: importlib.util.find_spec(m) is not None for m in ("ray", "distributed")}
-
-
-def _netns_ok() -> str | None:
-    """``None`` if ``unshare -n`` works here, else why not."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "needs unshare and ip (util-linux, iproute2) to keep cluster traffic in a network namespace"
-    r = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True)
-    if r.returncode != 0:
-        return f"unshare -n is not permitted here ({r.stderr.strip()[:100]}); cluster tests need loopback only"
-    return None
 
 
 @pytest.fixture(scope="module")
 def cluster_runs(tmp_path_factory):
-    why = _netns_ok()
+    why = netns_problem()
     if why:
         pytest.skip(why)
     parts = [p for p, m in (("ray-local", "ray"), ("ray-cluster", "ray"), ("dask", "distributed")) if HAVE[m]]
@@ -40,21 +24,11 @@ def cluster_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
     home = root / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    env.pop("RAY_ADDRESS", None)
-    r = subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up; exec "$@"', "sh", sys.executable,
-                        str(HERE / "bench_cluster_run.py"), str(root), *parts],
-                       capture_output=True, text=True, env=env, timeout=540)
-    results = {}
-    for line in r.stdout.splitlines():
-        if line.startswith("RESULT "):
-            rec = json.loads(line[len("RESULT "):])
-            results[rec["part"]] = rec
+    recs, r = run_in_netns(HERE / "bench_cluster_run.py", str(root), *parts, home=home)
     serial = small_table(root / "serial", "serial")
     serial_dag = small_table(root / "serial" / "dag", "serial", **DAG)
-    return {"root": root, "home": home, "results": results, "serial": serial, "serial_dag": serial_dag,
-            "log": r.stderr[-3000:]}
+    return {"root": root, "home": home, "results": {rec["part"]: rec for rec in recs}, "serial": serial,
+            "serial_dag": serial_dag, "log": r.stderr[-3000:]}
 
 
 def _check(runs, part, module):
