@@ -56,9 +56,7 @@ class SB3VecEnv(VecEnv):
     def step_wait(self):
         if self.task is None:
             raise RuntimeError("call reset() before step()")
-        a = validate_action(self._actions, self.task.action_size)
-        if a.ndim == 1:
-            a = a[None]
+        a = validate_action(self._actions, self.task.action_size, self.num_envs)
         obs, reward, term, trunc = self.task.step(a, check=False)
         done = (term | trunc).numpy()
         infos: list[dict] = [{} for _ in range(self.num_envs)]

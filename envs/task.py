@@ -167,8 +167,9 @@ def _numpy_obs(obs, rows=slice(None)):
     return obs[rows].numpy()
 
 
-def validate_action(action, n_values: int) -> torch.Tensor:
-    """Check an action batch ``[B, n_values]`` (or ``[n_values]``): finite, in [0, 1]; returns float64 tensor."""
+def validate_action(action, n_values: int, batch: int | None = None) -> torch.Tensor:
+    """Check an action batch ``[B, n_values]`` (or ``[n_values]``; with ``batch``, exactly ``[batch, n_values]``,
+    as a vector env's step takes): finite, in [0, 1]; returns float64 tensor."""
     if isinstance(action, torch.Tensor):
         a = action.detach().to(torch.float64).cpu().numpy()
     else:
@@ -176,6 +177,8 @@ def validate_action(action, n_values: int) -> torch.Tensor:
             a = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(f"action must be an array of numbers in [0, 1], got {action!r}") from None
+    if batch is not None and a.shape != (batch, n_values):
+        raise ValueError(f"actions must have shape ({batch}, {n_values}) (one row per env), got {tuple(a.shape)}")
     if a.shape[-1:] != (n_values,) or a.ndim > 2:
         raise ValueError(f"action must have shape ({n_values},) (trial probabilities then belief probabilities)"
                          f" or (B, {n_values}), got shape {tuple(a.shape)}")

@@ -76,9 +76,7 @@ class TaskVectorEnv(VectorEnv):
         if self.task is None:
             raise RuntimeError("call reset() before step()")
         task, B = self.task, self.num_envs
-        a = validate_action(actions, task.action_size)
-        if a.ndim != 2 or a.shape[0] != B:
-            raise ValueError(f"actions must have shape ({B}, {task.action_size}), got {tuple(a.shape)}")
+        a = validate_action(actions, task.action_size, B)
         pending = torch.as_tensor(self._autoreset)
         reward = torch.zeros(B, dtype=torch.float64)
         terminated = truncated = torch.zeros(B, dtype=torch.bool)

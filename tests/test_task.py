@@ -281,6 +281,18 @@ def test_two_rule_oracle_is_uniform_over_rules_and_does_not_leak_the_rule():
         np.testing.assert_allclose(got[row], post / total, atol=1e-12)
 
 
+def test_vector_envs_take_one_action_row_per_env():
+    """A single action row is not spread over the envs (SB3VecEnv crashed deep in the task on one before)."""
+    pytest.importorskip("stable_baselines3")
+    from causalplay.envs.sb3 import make_sb3_vec
+
+    for venv in (make_sb3_vec("causalplay/IVRE-v0", 3, seed=0), gym.make_vec("causalplay/IVRE-v0", num_envs=3)):
+        venv.reset()
+        for bad in (np.full(18, 0.2), np.full((2, 18), 0.2)):
+            with pytest.raises(ValueError, match=r"actions must have shape \(3, 18\) \(one row per env\)"):
+                venv.step(bad)
+
+
 def test_bad_env_arguments_get_clear_errors():
     env = gym.make("causalplay/IVRE-v0", n_blickets=3)  # one allowed count, as an int
     _, info = env.reset(seed=0)
