@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from pathlib import Path
@@ -268,8 +269,11 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
 
 
 def summarise(df: pd.DataFrame, horizons: dict | None = None) -> list[dict]:
-    """The summary rows of a run's records, each env by its family's scorer (``horizons`` is ignored; kept for
-    old callers)."""
+    """The summary rows of a run's records, each env by its family's scorer (``horizons`` is deprecated and
+    ignored: each family knows its own)."""
+    if horizons is not None:
+        warnings.warn("summarise(horizons=...) is deprecated and ignored: each task family knows its horizons",
+                      DeprecationWarning, stacklevel=2)
     rows = []
     for env, g in df.groupby("env", sort=False):
         rows += family_of(env).summarise(g)
