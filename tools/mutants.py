@@ -62,7 +62,8 @@ MODULES: dict[str, Module] = {
     "eig": Module(("causalplay/core/eig.py",), ("tests/test_eig.py",)),
     "machine": Module(("envs/machine.py",), _ENV_CORE),
     "reward": Module(("envs/reward.py",), _ENV_CORE),
-    "metrics": Module(("causalplay/core/metrics.py",), ("tests/test_bench.py", "-k", "by_hand or template_folds")),
+    "metrics": Module(("causalplay/core/metrics.py",), ("tests/test_bench.py", "tests/test_causal_dag.py", "-k",
+                                                        "by_hand or template_folds or ratio_ci or wilson")),
     # the tests of test_fit.py that reach scoring.py, less the slow fit/simulate/save round trip (its scoring
     # checks are covered by the by-hand score tests)
     "scoring": Module(("causalplay/fitting/scoring.py",),
