@@ -5,10 +5,11 @@ import shutil
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from causalplay.data import DataValidationError, load_nexiom, load_trials
+from causalplay.data import DataValidationError, example_folder, load_nexiom, load_trials
 
 SRC = Path(__file__).resolve().parents[1] / "causalplay" / "data" / "nexiom"
 
@@ -400,3 +401,60 @@ def test_split_defaults_and_the_25_issue_cut_of_the_error_message():
         str(i) for i in issues[:25])
     assert str(DataValidationError(issues)) == ("26 bad value(s) in the trial data:\n  " + "\n  ".join(
         str(i) for i in issues[:25]) + "\n  ... and 1 more")
+
+
+# ---- survivors of the 2026-11-26 validator rerun (loader.py / trials.py, the widened test selection) ----
+
+
+def test_choice_indices_and_known_counts_of_a_participant_without_tests(tmp_path):
+    """B ran no tests: an empty int64 array (not a KeyError, not [0]); with no source column every test is a
+    choice; with no n_blickets column nobody was told a count."""
+    d = _folder(tmp_path, "ci", ["B,conjunctive,2,,,0", "C,disjunctive,0,0,,1", "A,disjunctive,1,1,,2"],
+                ["C,1,0,true", "A,1,0,false", "A,2,1,true"],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
+                t_head="participant,test,objects_on,lit")
+    t = load_trials(d, n_objects=3)
+    ci = t.choice_indices()
+    assert list(ci) == ["B", "C", "A"] and [ci[i].tolist() for i in "BCA"] == [[], [0], [0, 1]]
+    assert [ci[i].dtype for i in "BCA"] == [np.dtype(np.int64)] * 3
+    assert t.known_counts() == {"B": None, "C": None, "A": None}
+
+
+def test_folds_and_split_deal_the_rules_in_sorted_order_with_their_defaults():
+    """The example's first participant is disjunctive, so dealing the rules in file order would differ from the
+    sorted order (conjunctive first) the seeds are pinned to. Expected: the documented procedure done here with
+    numpy's Generator (each rule's participants shuffled, conjunctive first, dealt round-robin), written out."""
+    d = load_trials(example_folder())
+    rule = dict(zip(d.ids, d.participants["rule"], strict=True))
+    conj, disj = ([i for i in d.ids if rule[i] == r] for r in ("conjunctive", "disjunctive"))
+    assert (conj, disj) == (["S02", "S04", "S06"], ["S01", "S03", "S05"])
+
+    def deal(groups, seed, k=4):
+        rng = np.random.default_rng(seed)
+        dealt = [p for g in groups for p in rng.permutation(g).tolist()]
+        return [[i for i in d.ids if dealt.index(i) % k == f] for f in range(k)]
+
+    want = [["S03", "S06"], ["S01", "S02"], ["S04"], ["S05"]]
+    assert deal([conj, disj], 0) == want
+    assert deal([disj, conj], 0) != want and deal([conj, disj], 1) != want  # the test can tell them apart
+    assert [h.ids for _, h in d.folds()] == want  # defaults k=4, seed=0
+    assert [sorted(f.ids + h.ids) for f, h in d.folds()] == [d.ids] * 4
+    # k may be 2 and len(d) (leave one out), not 1 or len(d) + 1
+    assert [len(h) for _, h in d.folds(2)] == [3, 3]
+    loo = deal([conj, disj], 0, 6)
+    assert sorted(loo) == [[i] for i in d.ids] and [h.ids for _, h in d.folds(6)] == loo
+    for k in (1, 7):
+        with pytest.raises(ValueError, match=rf"^k must be between 2 and the number of participants \(6\), got {k}$"):
+            d.folds(k)
+
+    def held(groups, seed):
+        rng = np.random.default_rng(seed)
+        out = set()
+        for g in groups:  # round(0.25 * 3) = 1 held out per rule
+            out.update(rng.choice(g, size=1, replace=False).tolist())
+        return [i for i in d.ids if i in out]
+
+    assert held([conj, disj], 0) == ["S03", "S06"]
+    assert held([disj, conj], 0) != ["S03", "S06"] and held([conj, disj], 1) != ["S03", "S06"]
+    fit, out = d.split()  # defaults test_fraction=0.25, seed=0
+    assert out.ids == ["S03", "S06"] and fit.ids == ["S01", "S02", "S04", "S05"]
