@@ -2,6 +2,7 @@
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,9 @@ def test_wilcoxon_exact_by_hand():
     # differences 1, -2, 3, 4, 5: W- = 2; P(W- <= 2) = |{}, {1}, {2}| / 32, two-sided doubles it.
     stat, p = wilcoxon([1, -2, 3, 4, 5], [0, 0, 0, 0, 0])
     assert stat == 2 and p == pytest.approx(6 / 32)
-    assert wilcoxon([1, 2], [1, 2]) == (0.0, 1.0)
+    with warnings.catch_warnings():  # answered without scipy, which warns (divides by a zero SE) on no differences
+        warnings.simplefilter("error")
+        assert wilcoxon([1, 2], [1, 2]) == (0.0, 1.0)
     with pytest.raises(ValueError, match="paired"):
         wilcoxon([1, 2], [1])
 
@@ -68,11 +71,15 @@ def test_wilson_ci_by_hand():
     # 0 of 5: lower bound 0 (not negative), upper z^2 / (5 + z^2) = 0.434482
     assert wilson_ci(np.zeros(5, bool)) == pytest.approx((0.0, 0.0, 0.434482), abs=2e-6)
     assert wilson_ci([True] * 2000)[2] == 1.0  # exactly, though c + h rounds below 1 there
+    assert wilson_ci([0, 0, 0])[1] == 0.0  # exactly, though c - h rounds above 0 there
+    # 5 of 5 mirrors 0 of 5: lower bound 1 - 0.434482
+    assert wilson_ci([1] * 5) == pytest.approx((1.0, 0.565518, 1.0), abs=2e-6)
     for bad in ([], [0.5, 1.0], [[1, 0]]):
         with pytest.raises(ValueError, match="successes"):
             wilson_ci(bad)
-    with pytest.raises(ValueError, match="level"):
-        wilson_ci([1, 0], level=95)
+    for level in (0.0, 1.0, 95):
+        with pytest.raises(ValueError, match=r"level must be in \(0, 1\)"):
+            wilson_ci([1, 0], level=level)
 
 
 def test_ratio_ci_refuses_what_it_cannot_answer():
@@ -80,10 +87,19 @@ def test_ratio_ci_refuses_what_it_cannot_answer():
         ratio_ci([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="non-empty"):
         ratio_ci([], [])
-    with pytest.raises(ValueError, match=r"mean\(y\) is 0"):
+    with pytest.raises(ValueError, match=r"^ratio_ci: mean\(y\) is 0"):
         ratio_ci([1.0, 2.0], [1.0, -1.0])
     r, h = ratio_ci([3.0], [2.0])
     assert r == 1.5 and math.isnan(h)
+    assert math.isfinite(ratio_ci([1.0, 2.0], [1.0, 3.0])[1])  # two pairs have a covariance
+
+
+def test_ratio_ci_delta_method_with_covariance_by_hand():
+    # x = (1, 2, 4), y = (1, 3, 5): r = (7/3) / 3 = 7/9; var x = 7/3, var y = 4, cov = 3 (ddof 1), so
+    # var(r) = (7/3 - 2 (7/9) 3 + (7/9)^2 4) / (3 * 3^2) = (7/81) / 27 = 7/2187; half-width = z sqrt(7/2187)
+    r, h = ratio_ci([1, 2, 4], [1, 3, 5])
+    assert r == pytest.approx(7 / 9, rel=1e-12)
+    assert h == pytest.approx(1.959963984540054 * math.sqrt(7 / 2187), rel=1e-9)
 
 
 def test_stable_hash_splits_by_hand():

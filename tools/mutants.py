@@ -98,6 +98,13 @@ EQUIVALENT: dict[str, str] = {
     "causalplay.core.metrics.x_assign_split__mutmut_34": "numpy reads side='RIGHT' as 'right'",
     "causalplay.core.metrics.x_stable_unit__mutmut_7": "int.from_bytes defaults to byteorder='big' (Python >= 3.11)",
     "causalplay.core.metrics.x_template_folds__mutmut_17": "unreachable: ts[j::n] with j < len(ts) is never empty",
+    **{f"causalplay.core.metrics.x_{fn}__mutmut_{i}": "np.asarray without dtype=float64: the documented input (numbers "
+       "or bools) gives int, bool or float arrays whose comparisons, means and covariances numpy computes in "
+       "float64 from the same values" for fn, ids in (("ratio_ci", (4, 6, 8, 10)), ("wilcoxon", (3, 5, 7, 9)),
+                                                      ("wilson_ci", (4, 6)), ("assign_split", (3, 5))) for i in ids},
+    "causalplay.core.metrics.x_ratio_ci__mutmut_32": "float('NAN') is NaN, as float('nan')",
+    "causalplay.core.metrics.x_wilson_ci__mutmut_74": "the Wilson upper bound is below 1 whenever p < 1 (p = 1 is "
+                                                      "answered by its own branch): the clip never acts",
 }
 
 _E = "causalplay.core.eig."
