@@ -95,6 +95,9 @@ CASES = {
         "expected a non-negative integer (or empty)"),
     "unknown source": (
         T, 20, "S04,3,0,false,demo,15.8", "source", "demo", "expected choice or demonstration (empty = choice)"),
+    "an extra field where every column is typed (the last column is named)": (
+        T, 3, "S01,2,1,false,choice,6.4,7", "seconds_since_previous", "6.4,7",
+        'the line has 7 fields but the header 6: a comma inside a value must be quoted, e.g. "red, then blue"'),
     "duplicate header column": (
         T, 1, "participant,test,objects_on,lit,source,lit", "lit", "lit", "the column appears twice in the header"),
 }
@@ -150,6 +153,7 @@ def test_open_quote_in_a_large_file_is_reported_not_raised(tmp_path):
     (folder / T).write_text((folder / T).read_text() + "x" * 140_000)  # past csv's 131072-character field limit
     ((file, row, col, val, problem),), _ = _issues(folder)
     assert (file, col, val) == (T, "", "") and problem.startswith("unreadable CSV: field larger than field limit")
+    assert row == 32  # the header, 30 rows, then the line of x's (line 32) where the open field passes the limit
     assert problem.endswith("is a quote left open?")
 
 
@@ -276,3 +280,86 @@ def test_serve_export_with_context_panels_loads_as_demonstrations(tmp_path):
     d = load_trials(tmp_path / "out", n_objects=4, impossible="raise")
     assert d.is_choice.tolist() == [False, False, True] and d.choice_indices()["C1"].tolist() == [2]
     assert d.n_choices == 2 and d.histories()["C1"].pairs()[0] == ((1,), True)
+
+
+# ---- survivors of the 2026-11-26 validator rerun (the widened test selection) ----
+
+
+def test_utf16_big_endian_file_is_named(tmp_path):
+    """The byte-order mark of big-endian UTF-16 (FE FF) is named as well as the little-endian one (FF FE)."""
+    folder = _edit(tmp_path, T, 1, "participant,test,objects_on,lit,source,seconds_since_previous")
+    (folder / T).write_bytes(b"\xfe\xff" + (EXAMPLE / T).read_text().encode("utf-16-be"))
+    assert _issues(folder)[0] == [(T, 1, "", "UTF-16", "the file is UTF-16 text (Excel's 'Unicode Text'); save it "
+                                   "as UTF-8 (in Excel: 'CSV UTF-8')")]
+
+
+def test_cr_line_endings_quoted_newlines_and_blank_lines_mid_file(tmp_path):
+    """Old Mac Excel's CR-only line ends load like LF; a quoted value spanning lines of a CRLF file is kept as
+    written (CR LF inside it); a blank line in the middle skips only itself, and line numbers count it."""
+    a = load_trials(EXAMPLE)
+    cr = tmp_path / "cr"
+    shutil.copytree(EXAMPLE, cr)
+    for name in (P, T):
+        (cr / name).write_bytes((EXAMPLE / name).read_bytes().replace(b"\n", b"\r"))
+    b = load_trials(cr)
+    assert a.participants.equals(b.participants) and a.tests.equals(b.tests)
+    crlf = _edit(tmp_path / "q", P, 2, S01.format('"two\nlines"'))
+    (crlf / P).write_bytes((crlf / P).read_bytes().replace(b"\n", b"\r\n"))
+    p = load_trials(crlf).participants.set_index("participant")
+    assert p.loc["S01", "rule_text"] == "two\r\nlines" and p.loc["S02", "rule_text"] == "Only when 1 and 3 are both on."
+    # a blank line and a spreadsheet's ",,,,," row after line 2, then a bad value on (old) line 5 = new line 7
+    blank = tmp_path / "b"
+    shutil.copytree(EXAMPLE, blank)
+    lines = (EXAMPLE / T).read_text().split("\n")
+    lines[4] = "S01,4,3,maybe,choice,4.8"
+    (blank / T).write_text("\n".join(lines[:2] + ["", ",,,,,"] + lines[2:]))
+    assert _issues(blank)[0] == [(T, 7, "lit", "maybe", "expected true/false (or 1/0)")]
+    lines[4] = "S01,4,3,false,choice,4.8"
+    (blank / T).write_text("\n".join(lines[:2] + ["", ",,,,,"] + lines[2:]))
+    assert load_trials(blank).tests.equals(a.tests)  # the rows after the blank lines are all read
+
+
+def test_non_utf8_byte_in_a_field_past_the_header(tmp_path):
+    """A line with one field more than the header, the extra one holding a Latin-1 byte: the byte is reported
+    at "field 7" (there is no 7th column name), then the extra field (every column of tests.csv is typed, so
+    the comma is placed in the last column)."""
+    folder = _edit(tmp_path, T, 3, "S01,2,1,false,choice,6.4,caf\xe9".encode("latin-1"))
+    assert _issues(folder)[0] == [
+        (T, 3, "field 7", "caf\\xe9", "byte 0xe9 is not UTF-8 text; save the file as UTF-8 (in Excel: 'CSV UTF-8')"),
+        (T, 3, "seconds_since_previous", "6.4,caf\udce9", "the line has 7 fields but the header 6: a comma inside "
+         'a value must be quoted, e.g. "red, then blue"')]
+
+
+def _tiny(tmp_path, name, participants, tests, p_head="participant,n_objects,rule,true_blickets,judged_blickets,"
+          "rule_choice,n_tests"):
+    d = tmp_path / name
+    d.mkdir()
+    (d / P).write_text(p_head + "\n" + "".join(r + "\n" for r in participants))
+    (d / T).write_text("participant,test,objects_on,lit\n" + "".join(r + "\n" for r in tests))
+    return d
+
+
+def test_n_objects_column_edge_cases(tmp_path):
+    """n_objects = 1 is a valid study; when no n_objects cell is valid the loader still reports (not crashes);
+    after a bad n_objects cell no object count is taken from the column, so indices are not range-checked."""
+    one = load_trials(_tiny(tmp_path, "one", ["A,1,disjunctive,0,0,,1"], ["A,1,0,true"]))
+    assert one.n_objects == 1 and one.tests.loc[0, "objects_on"] == (0,)
+    assert _issues(_tiny(tmp_path, "allbad", ["A,x,disjunctive,0,0,,1"], ["A,1,0,true"]))[0] == [
+        (P, 2, "n_objects", "x", "expected a positive integer")]
+    # rows 2 and 3 disagree (4, 5): only that is reported, not index 4 as outside a range(4) taken from row 2
+    assert _issues(_tiny(tmp_path, "differ", ["A,4,disjunctive,0,0,,1", "B,5,disjunctive,4,4,,0"],
+                         ["A,1,0,true"]))[0] == [
+        (P, 3, "n_objects", "5", "differs from row 2 (4): every participant must have the same number of objects")]
+
+
+def test_missing_n_objects_message_reads_only_ascii_digits(tmp_path):
+    """The largest index the message names skips tokens that are not ASCII digits ("x", "١"), and with no
+    index at all the problem is still a DataValidationError, not a crash."""
+    head = "participant,rule,true_blickets,judged_blickets,rule_choice,n_tests"
+    got, _ = _issues(_tiny(tmp_path, "odd", ["A,disjunctive,\u0661,0 x,,1"], ["A,1,x 2,true"], p_head=head))
+    assert got == [(P, 1, "n_objects", "", "the number of objects is not given: add an n_objects column to "
+                    "participants.csv or pass load_trials(folder, n_objects=N) (objects are numbered from 0; the "
+                    "largest index in the files is 2, so N >= 3)")]
+    got, _ = _issues(_tiny(tmp_path, "none", ["A,disjunctive,,,,1"], ["A,1,,false"], p_head=head))
+    assert [g[:4] for g in got] == [(P, 1, "n_objects", "")]
+    assert got[0][4].startswith("the number of objects is not given: add an n_objects column")
