@@ -363,3 +363,15 @@ def test_missing_n_objects_message_reads_only_ascii_digits(tmp_path):
     got, _ = _issues(_tiny(tmp_path, "none", ["A,disjunctive,,,,1"], ["A,1,,false"], p_head=head))
     assert [g[:4] for g in got] == [(P, 1, "n_objects", "")]
     assert got[0][4].startswith("the number of objects is not given: add an n_objects column")
+
+
+def test_the_example_s_optional_columns_are_parsed_in_place():
+    """n_objects and n_blickets are parsed to ints (n_blickets empty -> missing) in their own columns: the
+    participants table has exactly the file's columns, in the file's order."""
+    d = load_trials(EXAMPLE)
+    with open(EXAMPLE / P, newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    assert list(d.participants.columns) == header
+    assert d.participants["n_objects"].tolist() == [4] * 6
+    assert all(type(v) is int for v in d.participants["n_objects"])
+    assert [None if v is None or v != v else int(v) for v in d.participants["n_blickets"]] == [2, 2, None, 2, 1, 2]
