@@ -167,40 +167,40 @@ EQUIVALENT.update({
                                                         "one: (-2, C) is (-1, C)",
 })
 
-_D = "causalplay.data."
+_DL, _DT = "causalplay.data.loader.", "causalplay.data.trials."
+_SAME_LEN = ("zip of two columns of the same DataFrame (or of its ids and one column): always the same length, "
+             "strict or not")
+_DICT_BY_PID = ("the groups only feed a dict looked up by participant code: their order (sort=None is unsorted, "
+                "the default sort=True sorted) does not matter")
+_JOINED_CELL = ("the re-joined cell sits in a free-text column, which has no shape and is never scored (the "
+                "fallback, when every column is typed, has a single candidate): only its text changes, and the "
+                "cells list keeps len(header) entries")
 EQUIVALENT.update({
-    **{f"{_D}xǁTrialDataǁhistories__mutmut_{i}": "the groups only feed a dict looked up by participant code: their "
-       "order does not matter" for i in (6, 8, 11)},
-    **{f"{_D}xǁTrialDataǁhistories__mutmut_{i}": "zip of two columns of the same DataFrame group: always the same "
-       "length, strict or not" for i in (21, 24, 29)},
-    f"{_D}xǁTrialDataǁhistories__mutmut_32": "History.from_pairs([], n) is the same empty History (trials (0, n) "
-                                             "bool, lit (0,) bool; checked)",
-    **{f"{_D}xǁTrialDataǁsequences__mutmut_{i}": "pandas ignores kind= when sorting on several columns (and "
-       "(learner, round) pairs are unique after validation)" for i in (12, 14, 19, 20)},
-    f"{_D}xǁTrialDataǁsubset__mutmut_29": "the test column keyed through the participant map is all NaN, so the "
-                                          "stable sort keeps the tests' order, which load_trials and subset "
-                                          "already keep sorted by test within a participant",
-    **{f"{_D}xǁTrialDataǁsplit__mutmut_{i}": "groupby's default is sort=True" for i in (13, 15)},
-    f"{_D}xǁTrialDataǁsplit__mutmut_29": "Generator.choice reads replace=None as false: without replacement",
-    f"{_D}x_load_trials__mutmut_95": "n_objects = max(mx + 1, 1): with no index mx + 1 is -1 or 0, both "
-                                     "floored to 1; any index replaces mx",
-    f"{_D}x_load_trials__mutmut_330": "unreachable: a round column without a learner column is refused earlier",
-    **{f"{_D}x_load_trials__mutmut_{i}": "only on the error path (a bad test number): load_trials raises before "
-       "the parsed row is used, and the tests table keeps only the file's columns" for i in (537, 538, 539)},
-    f"{_D}x_load_trials__mutmut_561": "only on the error path (bad objects_on): the issue list raises before "
-                                      "the row or its flag is used",
-    **{f"{_D}x_load_trials__mutmut_{i}": "k is a small integer count, exact in float32; a named rule's P(lit) is "
-       "exactly 0 or 1 either way (the comparison that flags)" for i in (639, 641)},
-    f"{_D}x_load_trials__mutmut_798": "pd.DataFrame([], columns=c) and pd.DataFrame(columns=c) are the same empty "
-                                      "frame",
-    **{f"{_D}x_load_trials__mutmut_{i}": "each parsed row is dict(csv row) with 'possible' added last: the same "
-       "columns in the same order as list(T.columns) + ['possible']" for i in (800, 802)},
-    f"{_D}x_load_trials__mutmut_827": "the test column keyed through the participant map is all NaN: the stable "
-                                      "sort keeps the file's order within a participant, which validation "
-                                      "requires to be 1, 2, ...",
-    f"{_D}x__read_csv__mutmut_5": "pandas reads keep_default_na=None as false",
-    **{f"{_D}x_load_nexiom__mutmut_{i}": "the shipped data's largest object index is 3, so the inferred "
-       "n_objects is the same 4" for i in (8, 10)},
+    # names as of the validator rerun of 2026-11-26 (loader.py / trials.py; re-audited against that run)
+    **{f"{_DL}x__read_csv__mutmut_{i}": "Python's codec names are case-insensitive: 'UTF-8-SIG' is 'utf-8-sig', "
+       "'UTF-8' is 'utf-8'" for i in (36, 74, 78)},
+    **{f"{_DL}x__read_csv__mutmut_{i}": "unreachable: a row with as many fields as the header was kept and "
+       "skipped to the next row (continue) before, so here len(row) != len(header) and >= is >" for i in (131, 141)},
+    f"{_DL}x__read_csv__mutmut_197": "';' in sep.join(header) holds iff some header cell holds ';' for a separator "
+                                     "without ';' ('XXXX')",
+    **{f"{_DL}x__read_csv__mutmut_{i}": "every cell is a str from the csv module, so pandas infers object dtype "
+       "anyway (also for no rows; pandas 2 without future.infer_string)" for i in (221, 225)},
+    **{f"{_DL}x__comma_split__mutmut_{i}": _JOINED_CELL for i in (7, 8, 9, 10)},
+    **{f"{_DL}x__comma_split__mutmut_{i}": "cells always has len(header) entries (j + 1 + len(row) - j - extra - "
+       "1), so zip's strict never fires" for i in (22, 25, 26)},
+    f"{_DL}x__nonneg_float__mutmut_8": "float('NAN') is float('nan')",
+    f"{_DT}xǁTrialDataǁfolds__mutmut_16": "groupby's default is sort=True",
+    f"{_DT}xǁTrialDataǁsplit__mutmut_15": "groupby's default is sort=True",
+    f"{_DT}xǁTrialDataǁsplit__mutmut_29": "Generator.choice reads replace=None as false: without replacement",
+    **{f"{_DT}xǁTrialDataǁchoice_indices__mutmut_{i}": _DICT_BY_PID for i in (4, 6, 9)},
+    **{f"{_DT}xǁTrialDataǁhistories__mutmut_{i}": _DICT_BY_PID for i in (15, 17, 20)},
+    **{f"{_DT}xǁTrialDataǁknown_counts__mutmut_{i}": _SAME_LEN for i in (11, 14, 17)},
+    **{f"{_DT}xǁTrialDataǁhistories__mutmut_{i}": _SAME_LEN for i in (5, 8, 13)},
+    **{f"{_DT}xǁTrialDataǁsequences__mutmut_{i}": "pandas ignores kind= when sorting on several columns (it "
+       "uses a stable lexsort; checked: kind='XXstableXX' does not raise)" for i in (12, 14, 19, 20)},
+    f"{_DT}xǁTrialDataǁsubset__mutmut_28": "the test column keyed through the participant map is all NaN, so the "
+                                           "stable sort keeps the tests' order within a participant, which "
+                                           "TrialData keeps sorted by test (load_trials and subset sort it)",
 })
 
 EQUIVALENT.update({
