@@ -458,3 +458,18 @@ def test_folds_and_split_deal_the_rules_in_sorted_order_with_their_defaults():
     assert held([disj, conj], 0) != ["S03", "S06"] and held([conj, disj], 1) != ["S03", "S06"]
     fit, out = d.split()  # defaults test_fraction=0.25, seed=0
     assert out.ids == ["S03", "S06"] and fit.ids == ["S01", "S02", "S04", "S05"]
+
+
+def test_a_code_three_times_names_the_first_row_and_test_codes_are_trimmed(tmp_path):
+    """Every repeat of a participant code points at its first row (2), and the first row is the one whose
+    n_tests is checked; tests.csv's codes are stored trimmed, like participants.csv's."""
+    head = dict(p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
+                t_head="participant,test,objects_on,lit")
+    d = _folder(tmp_path, "dup", ["A,disjunctive,0,0,,1", "A,disjunctive,0,0,,0", "A,disjunctive,0,0,,5"],
+                ["A,1,0,true"], **head)
+    with pytest.raises(DataValidationError) as e:
+        load_trials(d, n_objects=2)
+    assert [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues] == [
+        ("participants.csv", r, "participant", "A", "duplicate participant code (first at row 2)") for r in (3, 4)]
+    t = load_trials(_folder(tmp_path, "trim", ["A,disjunctive,0,0,,1"], [" A ,1,0,true"], **head), n_objects=2)
+    assert t.tests["participant"].tolist() == ["A"] and t.histories()["A"].pairs() == [((0,), True)]
