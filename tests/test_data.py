@@ -477,12 +477,17 @@ def test_a_code_three_times_names_the_first_row_and_test_codes_are_trimmed(tmp_p
 
 def test_a_repeated_round_is_reported_at_the_repeat_not_at_the_largest_round(tmp_path):
     """Learner L plays rounds 2, 1, 1, 3 (rows 2-5): the round 1 of row 4 repeats row 3's, so the issue is at
-    row 4 -- not at row 5 (the largest round, where a gap is reported) nor the last row of the learner."""
-    d = _folder(tmp_path, "rep", [f"{c},disjunctive,0,0,,0,L,{r}" for c, r in zip("ABCD", (2, 1, 1, 3), strict=True)],
-                [], p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests,learner,round",
+    row 4 -- not at row 5 (the largest round, where a gap is reported) nor the last row of the learner. M plays
+    round 1 three times (rows 6-8): the last repeat, row 8."""
+    rows = [f"{c},disjunctive,0,0,,0,{who},{r}" for c, who, r in zip("ABCDEFG", "LLLLMMM", (2, 1, 1, 3, 1, 1, 1),
+                                                                       strict=True)]
+    d = _folder(tmp_path, "rep", rows, [],
+                p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests,learner,round",
                 t_head="participant,test,objects_on,lit")
     with pytest.raises(DataValidationError) as e:
         load_trials(d, n_objects=2)
     assert [(i.file, i.row, i.column, i.value, i.problem) for i in e.value.issues] == [
         ("participants.csv", 4, "round", "[1, 1, 2, 3]",
-         "rounds of learner 'L' must be numbered 1..4, each once; got [1, 1, 2, 3]")]
+         "rounds of learner 'L' must be numbered 1..4, each once; got [1, 1, 2, 3]"),
+        ("participants.csv", 8, "round", "[1, 1, 1]", "rounds of learner 'M' must be numbered 1..3, each once; got "
+         "[1, 1, 1]")]
