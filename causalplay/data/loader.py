@@ -216,12 +216,13 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
             n_objects = first[0]
     elif n_objects is None:
         mx = max((int(p) for col, df in (("true_blickets", P), ("judged_blickets", P), ("objects_on", T))
-                  for v in df[col] for p in v.split() if p.isascii() and p.isdigit()), default=-1)
+                  for v in df[col] for p in v.split() if p.isascii() and p.isdigit()), default=None)
+        hint = ("no object index appears in the files, so any N >= 1" if mx is None else
+                f"the largest index in the files is {mx}, so N >= {mx + 1}")
         raise DataValidationError([RowIssue(
             "participants.csv", 1, "n_objects", "",
             "the number of objects is not given: add an n_objects column to participants.csv or pass "
-            f"load_trials(folder, n_objects=N) (objects are numbered from 0; the largest index in the files is "
-            f"{mx}, so N >= {mx + 1})")])
+            f"load_trials(folder, n_objects=N) (objects are numbered from 0; {hint})")])
 
     # participants.csv
     prow: dict[str, dict] = {}
