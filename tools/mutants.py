@@ -190,13 +190,13 @@ EQUIVALENT.update({
        "1), so zip's strict never fires" for i in (22, 25, 26)},
     f"{_DL}x__nonneg_float__mutmut_8": "float('NAN') is float('nan')",
     **{f"{_DL}x__load__mutmut_{i}": "only on the error path (a bad test number): _load raises before the parsed "
-       "row is used, and the tests table keeps only the file's columns" for i in (686, 687, 688)},
-    f"{_DL}x__load__mutmut_710": "only on the error path (bad objects_on): the issue list raises before the row or "
+       "row is used, and the tests table keeps only the file's columns" for i in (690, 691, 692)},
+    f"{_DL}x__load__mutmut_714": "only on the error path (bad objects_on): the issue list raises before the row or "
                                  "a flag it may add is used",
     **{f"{_DL}x__load__mutmut_{i}": "k is a small integer count, exact in float32; a rule named in a CSV "
        "(disjunctive, conjunctive, threshold<m>) has P(lit) exactly 0 or 1 either way (the comparison that flags)"
-       for i in (812, 814)},
-    f"{_DL}x__load__mutmut_977": "the test column keyed through the participant map is all NaN: the stable sort "
+       for i in (816, 818)},
+    f"{_DL}x__load__mutmut_981": "the test column keyed through the participant map is all NaN: the stable sort "
                                  "keeps the file's order within a participant, which validation requires to be "
                                  "1, 2, ...",
     f"{_DT}xǁTrialDataǁfolds__mutmut_16": "groupby's default is sort=True",
