@@ -111,13 +111,6 @@ def test_largest_valid_object_index_is_accepted(tmp_path):
         with pytest.raises(DataValidationError, match=r"column 'n_objects', value '': the number of objects is "
                            r"not given.*largest index in the files is 6, so N >= 7\)$"):
             load_trials(e)
-    # no object index anywhere (nobody named a blicket, every test empty): N is at least 1, not "N >= 0"
-    empty = _folder(tmp_path, "empty", ["A,disjunctive,,,,1"], ["A,1,,false"],
-                    p_head="participant,rule,true_blickets,judged_blickets,rule_choice,n_tests",
-                    t_head="participant,test,objects_on,lit")
-    with pytest.raises(DataValidationError, match=r"not given.*numbered from 0; no object index appears in the "
-                       r"files, so any N >= 1\)$"):
-        load_trials(empty)
 
 
 def test_duplicate_participant(tmp_path):
