@@ -94,7 +94,9 @@ CASES = {
         P, 3, "S02,4,conjunctive,1 3,two,1 3,true,conjunctive,true,,6,131.0,explore", "n_blickets", "two",
         "expected a non-negative integer (or empty)"),
     "unknown source": (
-        T, 20, "S04,3,0,false,demo,15.8", "source", "demo", "expected choice or demonstration (empty = choice)"),
+        T, 20, "S04,3,0,false,demo,15.8", "source", "demo",
+        "expected choice, demonstration, participant (read as choice) or context (read as demonstration); "
+        "empty = choice"),
     "an extra field where every column is typed (the last column is named)": (
         T, 3, "S01,2,1,false,choice,6.4,7", "seconds_since_previous", "6.4,7",
         'the line has 7 fields but the header 6: a comma inside a value must be quoted, e.g. "red, then blue"'),

@@ -34,6 +34,10 @@ def serve_cmd(
     completion_url: str = typer.Option("", help="Link shown on the debrief page (overrides the study file's)."),
     rate: float = typer.Option(5.0, help="Requests per second a session may submit after its burst."),
     burst: int = typer.Option(10, help="Requests a session may submit at once."),
+    secure_cookie: bool = typer.Option(False, "--secure-cookie", help="Mark the cookies Secure: browsers send "
+                                                                      "them over HTTPS only (behind an HTTPS proxy)."),
+    root_path: str = typer.Option("", help="Path prefix the server is reached at behind a reverse proxy, e.g. "
+                                           "/blicket for https://host/blicket/ (empty: the root)."),
 ) -> None:
     """Serve a Blicket task to people in a browser; every event is stored before the page answers."""
     _need_extra()
@@ -43,14 +47,18 @@ def serve_cmd(
 
     with usage_errors():
         cfg = ServeConfig(db=db, task=task, seed=seed, admin_token=admin_token, completion_url=completion_url,
-                          rate_per_s=rate, rate_burst=burst, study=study or None)
+                          rate_per_s=rate, rate_burst=burst, secure_cookie=secure_cookie, root_path=root_path,
+                          study=study or None)
         app = create_app(cfg)
     typer.echo(f"causalplay serve: task {app.state.task.env_id}, {len(app.state.task.conditions)} conditions, "
                f"database {db}")
     if not cfg.study.contact:
         typer.echo("warning: the study names no contact (set contact in a --study file for a real study)", err=True)
-    typer.echo(f"participants: http://{host}:{port}/?PROLIFIC_PID=<id>   admin: http://{host}:{port}/admin"
-               f"?token={cfg.admin_token}", err=True)
+    if not secure_cookie and host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo("warning: cookies are not marked Secure; serve a real study over HTTPS with --secure-cookie "
+                   "(docs/study.md)", err=True)
+    base = f"http://{host}:{port}{root_path}"
+    typer.echo(f"participants: {base}/?PROLIFIC_PID=<id>   admin: {base}/admin?token={cfg.admin_token}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
 
 

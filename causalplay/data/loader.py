@@ -331,7 +331,8 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
             bad(f, i, "lit", r["lit"], "expected true/false (or 1/0)")
         out["lit"] = _BOOL.get(lit)
         if "source" in T.columns and r["source"].strip().lower() not in SOURCES:
-            bad(f, i, "source", r["source"], "expected choice or demonstration (empty = choice)")
+            bad(f, i, "source", r["source"], "expected choice, demonstration, participant (read as choice) or "
+                "context (read as demonstration); empty = choice")
         if "seconds_since_previous" in T.columns:
             out["seconds_since_previous"] = _nonneg_float(
                 r["seconds_since_previous"], partial(bad, f, i, "seconds_since_previous", r["seconds_since_previous"]))

@@ -70,7 +70,7 @@ def admin(request: Request, db: Reads, r: Rt):
     with db.read(who=False) as (s, _):
         resp = r.page(request, "admin.html", **dashboard(r, s), token=request.query_params.get("token", ""))
     resp.set_cookie(ADMIN_COOKIE, r.admin_cookie, httponly=True, samesite="strict", secure=r.cfg.secure_cookie,
-                    path="/admin")
+                    path=f"{r.cfg.root_path}/admin")
     return resp
 
 

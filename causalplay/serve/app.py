@@ -49,6 +49,7 @@ __all__ = ["ServeConfig", "create_app"]
 COOKIE, ADMIN_COOKIE = "cp_session", "cp_admin"
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # Prolific ids and generated codes; always fullmatch (no "\n")
 NUMBER_RE = re.compile(r"[0-9]{1,4}")
+ROOT_PATH_RE = re.compile(r"(/[A-Za-z0-9._~-]+)+")  # "/blicket", "/lab/blicket"; no "//", no trailing "/"
 _HEADERS = [(b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; "
              b"img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
             (b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
@@ -77,6 +78,10 @@ class ServeConfig:
         Overrides the study's completion link shown on the debrief page.
     secure_cookie : bool
         Mark the cookies Secure (set it when served over HTTPS).
+    root_path : str
+        The path prefix the server is reached at behind a reverse proxy (``/blicket`` for
+        ``https://host/blicket/``; empty: the root). Pages, redirects and cookies use it; routes match with or without
+        the prefix, so the proxy may strip it or pass it on.
     study : Study, path or None
         The study (:class:`causalplay.serve.study.Study`) or its TOML file; ``None``: the defaults.
     """
@@ -91,6 +96,7 @@ class ServeConfig:
     new_sessions_burst: int = 60
     completion_url: str = ""
     secure_cookie: bool = False
+    root_path: str = ""
     study: Study | str | Path | None = None
 
     def __post_init__(self):
@@ -101,6 +107,9 @@ class ServeConfig:
         for name in ("rate_per_s", "new_sessions_per_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.root_path and not ROOT_PATH_RE.fullmatch(self.root_path):
+            raise ValueError(f"root_path must be empty or start with '/' and not end with one, in letters, digits and "
+                             f"'-._~/' (e.g. '/blicket'), got {self.root_path!r}")
         for name in ("rate_burst", "new_sessions_burst"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
@@ -179,7 +188,8 @@ class Runtime:
         self.admin_cookie = hmac.new(cfg.admin_token.encode(), b"causalplay-admin", "sha256").hexdigest()
         self.steps = ("Consent", "Questions", *(("Practice",) if st.practice else ()), "Task", "Answer")
         self.templates = Jinja2Templates(directory=str(resources.files(__package__) / "templates"))
-        self.templates.env.globals.update(render=render, task=self.task, study=st, md=markdown, steps=self.steps)
+        self.templates.env.globals.update(render=render, task=self.task, study=st, md=markdown, steps=self.steps,
+                                          root=cfg.root_path)
 
     @contextlib.contextmanager
     def writing(self):
@@ -268,15 +278,30 @@ def require_admin(request: Request, r: Rt) -> None:
 
 
 class SecurityHeaders:
-    """ASGI middleware adding :data:`_HEADERS` to every HTTP response (pages, redirects, static files, errors)."""
+    """ASGI middleware adding :data:`_HEADERS` to every HTTP response (pages, redirects, static files, errors).
 
-    def __init__(self, app):
-        self.app = app
+    With a ``root_path`` it also sets the ASGI ``root_path`` of every request (so routes match with or without the
+    prefix and ``request.base_url`` includes it, whatever server runs the app) and puts the prefix in front of the
+    server-relative targets of redirects (``Location``, htmx's ``HX-Redirect``): the routes name their own paths and
+    a server behind a proxy at ``/prefix`` still sends the browser to ``/prefix/...``."""
+
+    def __init__(self, app, root_path: str = ""):
+        self.app, self.root = app, root_path.encode()
+
+    def _prefixed(self, headers):
+        for k, v in headers:
+            if self.root and k.lower() in (b"location", b"hx-redirect") and v.startswith(b"/") \
+                    and not v.startswith(b"//") and not (v + b"/").startswith(self.root + b"/"):
+                v = self.root + v
+            yield k, v
 
     async def __call__(self, scope, receive, send):
+        if self.root and scope["type"] in ("http", "websocket"):
+            scope = {**scope, "root_path": self.root.decode()}
+
         async def send_with_headers(msg):
             if msg["type"] == "http.response.start":
-                msg["headers"] = [*msg.get("headers", []), *_HEADERS]
+                msg["headers"] = [*self._prefixed(msg.get("headers", [])), *_HEADERS]
             await send(msg)
 
         await self.app(scope, receive, send_with_headers if scope["type"] == "http" else send)
@@ -299,13 +324,14 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     """The application for ``config`` (the database is migrated to the newest schema first)."""
     from . import admin, flow
 
+    rt = Runtime(config or ServeConfig())
     app = FastAPI(title="causalplay serve", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.rt = rt = Runtime(config or ServeConfig())
+    app.state.rt = rt
     app.state.config, app.state.engine, app.state.task = rt.cfg, rt.engine, rt.task
     app.mount("/static", StaticFiles(directory=str(resources.files(__package__) / "static")), name="static")
     for router in (flow.router, admin.router, base):
         app.include_router(router)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, root_path=rt.cfg.root_path)
 
     @app.exception_handler(HTTPProblem)
     def _problem(request: Request, exc: HTTPProblem):

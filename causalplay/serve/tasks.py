@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["TASKS", "ServedTask", "World", "assign_condition", "episode_seed"]
+__all__ = ["TASKS", "ServedTask", "NexiomServed", "BlicketServed", "World", "assign_condition", "episode_seed"]
 
 #: Short names accepted by ``causalplay serve --task`` and the environment ids they serve.
 TASKS = {"nexiom": "causalplay/Nexiom-v0", "ivre": "causalplay/IVRE-v0", "est": "causalplay/EST-v1"}
@@ -76,10 +76,32 @@ def episode_seed(design_seed: int, slot: int) -> int:
 class ServedTask:
     """A task served to people. ``name`` is a key of :data:`TASKS` or one of its environment ids.
 
-    ``conditions`` (dicts with ``rule`` and ``blickets`` for Nexiom, ``n_blickets`` and optionally ``rule`` for
-    IVRE/EST, and an optional ``label``) replace the default ones; ``max_tests`` (0: the task's own) caps the
-    tests; ``randomise_rule`` picks the IVRE/EST defaults (see the module docstring).
+    ``ServedTask(name, ...)`` builds the serve adapter the id's task family registers
+    (:attr:`causalplay.envs.families.TaskFamily.serve`: :class:`NexiomServed`, :class:`BlicketServed`); the
+    adapters supply the family's conditions, how a condition starts an episode, and what a participant is shown.
+    ``conditions`` (dicts with the adapter's keys and an optional ``label``) replace the default ones;
+    ``max_tests`` (0: the task's own) caps the tests; ``randomise_rule`` picks the IVRE/EST defaults (see the
+    module docstring).
     """
+
+    #: condition keys: required, and allowed besides ``label``
+    need: frozenset = frozenset()
+    keys: frozenset = frozenset()
+
+    def __new__(cls, name: str, *args, **kwargs):
+        if cls is ServedTask:  # dispatch to the family's adapter
+            from causalplay.core.plugins import load_object
+            from causalplay.envs.families import family_of
+
+            env_id = TASKS.get(name, name)
+            if env_id not in TASKS.values():
+                ids = {v: k for k, v in TASKS.items()}
+                raise ValueError(f"task must be one of {sorted(TASKS)} (or their ids {sorted(ids)}), got {name!r}")
+            fam = family_of(env_id)
+            if fam.serve is None:
+                raise ValueError(f"task family {fam.name!r} of {env_id} has no serve adapter")
+            cls = load_object(fam.serve)
+        return super().__new__(cls)
 
     def __init__(self, name: str, conditions=(), max_tests: int = 0, randomise_rule: bool = True):
         ids = {v: k for k, v in TASKS.items()}
@@ -90,45 +112,44 @@ class ServedTask:
         probe = self._make(0, {})
         self.n_objects, self.n_context = probe.n_objects, probe.n_context
         self.rule_names = RULES  # the judgement options people are offered
-        if name == "nexiom":
-            own = probe.budget
-            default = [{"rule": r.name, "blickets": list(b)} for r in probe.rules
-                       for b in itertools.combinations(range(self.n_objects), probe.count)]
-        else:
-            own, ks = probe.horizon - probe.n_context, [int(k) for k in probe.config.n_blickets]
-            default = ([{"n_blickets": k, "rule": r} for r in RULES for k in ks if k >= 2] if randomise_rule
-                       else [{"n_blickets": k} for k in ks])
+        own, default = self._defaults(probe, randomise_rule)
         self.conditions = [self._condition(dict(c), probe) for c in (conditions or default)]
         self.labels = [c.pop("label") for c in self.conditions]
         if not (isinstance(max_tests, int) and 0 <= max_tests <= own):
             raise ValueError(f"max_tests must be an integer 1..{own} for {name} (0: all {own}), got {max_tests!r}")
         self.max_tests = max_tests or own
 
+    # -- what an adapter supplies --------------------------------------------------------------------------------
+    def _defaults(self, probe, randomise_rule: bool) -> tuple[int, list[dict]]:  # pragma: no cover - abstract
+        """``(the task's own number of tests, the default conditions)``."""
+        raise NotImplementedError
+
+    def _check(self, c: dict, probe) -> dict:  # pragma: no cover - abstract
+        """``c`` (keys checked, rule valid) checked against the task, with its label."""
+        raise NotImplementedError
+
+    def _begin(self, task, condition: dict) -> None:  # pragma: no cover - abstract
+        """Reset ``task`` (a batch of one) into ``condition``, ready for the participant's first test."""
+        raise NotImplementedError
+
+    def _shown(self, task) -> tuple:  # pragma: no cover - abstract
+        """``(objects, context)`` of :class:`World`."""
+        raise NotImplementedError
+
+    def _lit(self, task, n_past: int) -> bool:  # pragma: no cover - abstract
+        """Whether the test just stepped (after ``n_past`` earlier ones) lit the machine."""
+        raise NotImplementedError
+
+    # -- shared --------------------------------------------------------------------------------------------------
     def _condition(self, c: dict, probe) -> dict:
         """``c`` checked against the task, with its label."""
-        keys = {"label", "rule", "blickets"} if self.name == "nexiom" else {"label", "rule", "n_blickets"}
-        need = {"rule", "blickets"} if self.name == "nexiom" else {"n_blickets"}
-        if not need <= set(c) <= keys:
-            raise ValueError(f"a {self.name} condition needs {sorted(need)} and may have {sorted(keys - need)}; "
-                             f"got {c}")
+        if not self.need <= set(c) <= self.keys:
+            raise ValueError(f"a {self.name} condition needs {sorted(self.need)} and may have "
+                             f"{sorted(self.keys - self.need)}; got {c}")
         rule = c.get("rule")
         if rule is not None and rule not in RULES:
             raise ValueError(f"condition rule must be one of {list(RULES)}, got {rule!r} in {c}")
-        if self.name == "nexiom":
-            b = c["blickets"]
-            if not (isinstance(b, list) and b and len(set(b)) == len(b)
-                    and all(type(i) is int and 0 <= i < self.n_objects for i in b)):
-                raise ValueError(f"condition blickets must be distinct object indices 0..{self.n_objects - 1}, "
-                                 f"got {b!r}")
-            c.setdefault("label", f"{rule}, blickets {' '.join(map(str, sorted(b)))}")
-            return c
-        k, ks = c["n_blickets"], [int(x) for x in probe.config.n_blickets]
-        if type(k) is not int or k not in ks:
-            raise ValueError(f"condition n_blickets must be one of {ks} for {self.name}, got {k!r}")
-        if rule == "conjunctive" and k < 2:
-            raise ValueError(f"a conjunctive machine with {k} blicket never lights; use n_blickets >= 2 in {c}")
-        c.setdefault("label", f"{k} blicket{'s' * (k != 1)}" + (f", {rule}" if rule else ""))
-        return c
+        return self._check(c, probe)
 
     def _make(self, seed: int, condition: dict):
         from causalplay.envs import make_batch
@@ -142,15 +163,7 @@ class ServedTask:
 
     def _start(self, condition: dict, seed: int):
         task = self._make(seed, condition)
-        if self.name == "nexiom":
-            b = np.zeros((1, self.n_objects), dtype=bool)
-            b[0, condition["blickets"]] = True
-            task.reset(rule_idx=[[r.name for r in task.rules].index(condition["rule"])], blickets=b)
-        else:
-            task.reset()
-            # actions 1..C-1 only move through the context panels; their trials are ignored by the task
-            for _ in range(self.n_context - 1):
-                task.step(self._action(task, ()), check=False)
+        self._begin(task, condition)
         return task
 
     def _action(self, task, trial):
@@ -169,18 +182,10 @@ class ServedTask:
 
     @lru_cache(maxsize=4096)  # noqa: B019  (one ServedTask per app lives for the process; worlds are tiny)
     def _world(self, condition: int, seed: int) -> World:
-        cond = self.conditions[condition]
-        task = self._start(cond, seed)
+        task = self._start(self.conditions[condition], seed)
         blickets = tuple(int(i) for i in np.flatnonzero(task.blickets[0].numpy()))
         rule = task.rules[int(task.rule_idx[0])].name
-        if self.name == "nexiom":
-            return World(rule, blickets, self.n_objects, len(blickets), self.max_tests, None, ())
-        from causalplay.envs.sampling import OBJECT_POOL
-
-        context = tuple((tuple(int(i) for i in np.flatnonzero(task.panels[0, k].numpy())), bool(task.lit[0, k]))
-                        for k in range(self.n_context))
-        objects = tuple(OBJECT_POOL[int(j)] for j in task.objects[0])
-        return World(rule, blickets, self.n_objects, len(blickets), self.max_tests, objects, context)
+        return World(rule, blickets, self.n_objects, len(blickets), self.max_tests, *self._shown(task))
 
     def outcome(self, condition: int, seed: int, past: list[tuple[int, ...]], trial: tuple[int, ...]) -> bool:
         """Whether the machine lights for ``trial`` after the participant's ``past`` tests (replayed)."""
@@ -189,6 +194,74 @@ class ServedTask:
         task = self._start(self.conditions[condition], seed)
         for t in (*past, trial):
             task.step(self._action(task, t), check=False)
-        if self.name == "nexiom":
-            return bool(task.lit_now[0])
-        return bool(task.lit[0, self.n_context + len(past)])
+        return self._lit(task, len(past))
+
+
+class NexiomServed(ServedTask):
+    """Nexiom: a condition fixes the rule and the blickets (``NexiomBatch.reset(rule_idx=, blickets=)``); free
+    tests up to the budget, no context panels."""
+
+    need = frozenset({"rule", "blickets"})
+    keys = frozenset({"label", "rule", "blickets"})
+
+    def _defaults(self, probe, randomise_rule):
+        return probe.budget, [{"rule": r.name, "blickets": list(b)} for r in probe.rules
+                              for b in itertools.combinations(range(self.n_objects), probe.count)]
+
+    def _check(self, c, probe):
+        b, rule = c["blickets"], c["rule"]
+        if not (isinstance(b, list) and b and len(set(b)) == len(b)
+                and all(type(i) is int and 0 <= i < self.n_objects for i in b)):
+            raise ValueError(f"condition blickets must be distinct object indices 0..{self.n_objects - 1}, "
+                             f"got {b!r}")
+        c.setdefault("label", f"{rule}, blickets {' '.join(map(str, sorted(b)))}")
+        return c
+
+    def _begin(self, task, condition):
+        b = np.zeros((1, self.n_objects), dtype=bool)
+        b[0, condition["blickets"]] = True
+        task.reset(rule_idx=[[r.name for r in task.rules].index(condition["rule"])], blickets=b)
+
+    def _shown(self, task):
+        return None, ()
+
+    def _lit(self, task, n_past):
+        return bool(task.lit_now[0])
+
+
+class BlicketServed(ServedTask):
+    """IVRE / EST: a condition is the number of blickets and optionally the rule; the world (which objects, their
+    looks, the context panels) comes from the episode seed, and the context panels are shown first."""
+
+    need = frozenset({"n_blickets"})
+    keys = frozenset({"label", "rule", "n_blickets"})
+
+    def _defaults(self, probe, randomise_rule):
+        ks = [int(k) for k in probe.config.n_blickets]
+        return probe.horizon - probe.n_context, ([{"n_blickets": k, "rule": r} for r in RULES for k in ks if k >= 2]
+                                                 if randomise_rule else [{"n_blickets": k} for k in ks])
+
+    def _check(self, c, probe):
+        k, ks, rule = c["n_blickets"], [int(x) for x in probe.config.n_blickets], c.get("rule")
+        if type(k) is not int or k not in ks:
+            raise ValueError(f"condition n_blickets must be one of {ks} for {self.name}, got {k!r}")
+        if rule == "conjunctive" and k < 2:
+            raise ValueError(f"a conjunctive machine with {k} blicket never lights; use n_blickets >= 2 in {c}")
+        c.setdefault("label", f"{k} blicket{'s' * (k != 1)}" + (f", {rule}" if rule else ""))
+        return c
+
+    def _begin(self, task, condition):
+        task.reset()
+        # actions 1..C-1 only move through the context panels; their trials are ignored by the task
+        for _ in range(self.n_context - 1):
+            task.step(self._action(task, ()), check=False)
+
+    def _shown(self, task):
+        from causalplay.envs.sampling import OBJECT_POOL
+
+        context = tuple((tuple(int(i) for i in np.flatnonzero(task.panels[0, k].numpy())), bool(task.lit[0, k]))
+                        for k in range(self.n_context))
+        return tuple(OBJECT_POOL[int(j)] for j in task.objects[0]), context
+
+    def _lit(self, task, n_past):
+        return bool(task.lit[0, self.n_context + n_past])

@@ -6,7 +6,7 @@
   var wait = 1000, timer = null;
   function resync() {
     timer = null;
-    if (document.getElementById("panel")) htmx.ajax("GET", "/panel", {target: "#panel", swap: "outerHTML"});
+    if (document.getElementById("panel")) htmx.ajax("GET", (document.body.dataset.root || "") + "/panel", {target: "#panel", swap: "outerHTML"});
   }
   function lost() {
     var box = document.getElementById("htmx-problem");
