@@ -16,11 +16,13 @@ import torch
 from gymnasium import spaces
 
 from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, ancestors, leaky, leaky_inv, simulate, train_keep
+from causalplay.core.ties import argmax_tol
 
 from .task import ObsField, ObsLayout, _positive_int
 
 __all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
-           "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive"]
+           "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive",
+           "dag_batch", "adaptive_batch"]
 
 def structure_key(parents: np.ndarray) -> str:
     """A stable text key of a 5-role structure (adjacency ``[5, 5]``, ``parents[p, j]`` = edge p -> j),
@@ -280,7 +282,7 @@ class CausalDAGBatch:
             for k in ("t", "outcomes", "initial", "returns", "done", "_obs"):
                 getattr(self, k)[rows] = 0
             self.actions[rows] = -1
-        self.optimal_action = self.goal_values.argmax(1)
+        self.optimal_action = argmax_tol(self.goal_values, 1)  # equal goal values: the lowest action
         init = simulate(self.W[rows], self.eps_init[rows, 0][:, None], linear=self.config.linear)[:, 0]
         self.initial[rows, 0] = init
         L = self.obs_layout
@@ -471,3 +473,14 @@ class CausalDAGEnv(gym.Env):
 def make_adaptive(**kwargs) -> CausalDAGEnv:
     """``causalplay/CausalDAG-Adaptive-v1``: 10 variables, 5 relevant (keyword arguments as CausalDAGEnv)."""
     return CausalDAGEnv(adaptive=True, **kwargs)
+
+
+def dag_batch(batch_size: int, rng, **kwargs) -> CausalDAGBatch:
+    """The batch entry point of ``causalplay/CausalDAG-v1`` (keyword arguments as :class:`CausalDAGEnv`, checked and
+    warned about as it does)."""
+    return CausalDAGBatch(CausalDAGEnv(**kwargs).config, batch_size, rng)
+
+
+def adaptive_batch(batch_size: int, rng, **kwargs) -> CausalDAGBatch:
+    """The batch entry point of ``causalplay/CausalDAG-Adaptive-v1``."""
+    return CausalDAGBatch(make_adaptive(**kwargs).config, batch_size, rng)

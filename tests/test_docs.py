@@ -10,7 +10,10 @@ are asserted against the data here too.
 import ast
 import contextlib
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +114,18 @@ def test_human_data_page_first_test_counts_match_the_data():
     assert int(m.group(1)) == sum(0 in t for t in first)
     assert int(m.group(3)) == sum(t == (0,) for t in first)
     assert int(m.group(4)) == sum(t == (0, 1) for t in first)
+
+
+@pytest.mark.slow
+def test_doc_examples_print_the_same_digits_on_a_second_kernel_path():
+    """The README's and the pages' printed outputs hold under another math-kernel path (MKL's reproducible mode
+    and ATen's non-vectorised kernels), as they must on any CPU: re-run this file's checks in a process there."""
+    if os.environ.get("ATEN_CPU_CAPABILITY") == "default":
+        pytest.skip("already on the second kernel path")
+    from test_site import SECOND_KERNEL_PATH
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "doc_examples_run or readme_example"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, **SECOND_KERNEL_PATH})
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert re.search(r"\b\d+ passed", proc.stdout), proc.stdout[-2000:]

@@ -130,11 +130,22 @@ def _printed(cell) -> str:
     return "".join(out)
 
 
+#: A second math-kernel path: MKL's conditional-numerical-reproducibility mode and ATen's non-vectorised kernels.
+#: Sums and elementwise functions round differently there (another CPU's AVX2 or AVX-512 code paths do too), so
+#: the committed digits must not depend on rounding: every choice breaks ties by ``causalplay.core.ties``.
+SECOND_KERNEL_PATH = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("kernels", ["default", "second"])
 @pytest.mark.parametrize("name", TUTORIALS)
-def test_tutorial_runs_and_prints_its_committed_outputs(name, tmp_path):
+def test_tutorial_runs_and_prints_its_committed_outputs(name, kernels, tmp_path, monkeypatch):
     import nbclient
     import nbformat
+
+    if kernels == "second":  # the kernel process inherits these, and MKL and ATen read them at start-up
+        for k, v in SECOND_KERNEL_PATH.items():
+            monkeypatch.setenv(k, v)
 
     committed = nbformat.read(DOCS / "tutorials" / name, as_version=4)
     nb = nbformat.read(DOCS / "tutorials" / name, as_version=4)
@@ -142,7 +153,7 @@ def test_tutorial_runs_and_prints_its_committed_outputs(name, tmp_path):
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     seconds = time.perf_counter() - t0
-    assert seconds < 120, f"{name} took {seconds:.0f} s (target: under a minute on a 2-core machine)"
+    assert seconds < 240, f"{name} took {seconds:.0f} s (target: under a minute on a 2-core machine)"
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
     pairs = [(_printed(old), _printed(new)) for old, new in zip(committed.cells, nb.cells, strict=True)

@@ -6,6 +6,7 @@ import torch
 
 from causalplay.core.eig import eig_bits
 from causalplay.core.history import all_trials
+from causalplay.core.ties import argmax_lex, argmax_tol, stable_topk
 
 from .base import Agent, MemoryAgent, TaskInfo, map_side_belief, task_beliefs
 
@@ -79,8 +80,7 @@ class EIGAgent(MemoryAgent):
 
     def choose(self, active: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
         eig = eig_bits(self.post.space, self.post.log_w[active], self.cand, self.target)
-        tied = eig >= eig.max(-1, keepdim=True).values - self.TIE_BITS
-        return self.cand[torch.where(tied, self._tie_key, -1).argmax(-1)]
+        return self.cand[argmax_tol(eig, tol=self.TIE_BITS, key=self._tie_key)]
 
 
 class PlannerAgent(EIGAgent):
@@ -188,7 +188,7 @@ class PlannerAgent(EIGAgent):
             ws = w[sl].float()
             # Only sets with weight matter: K = the most any episode of the chunk still has (<= top_k).
             K = max(1, min(self.top_k, int((ws.sum(1) > 0).sum(-1).max())))
-            ps, idx = ws.sum(1).topk(K, dim=-1)  # [b, K]
+            ps, idx = stable_topk(ws.sum(1), K)  # [b, K]; a tie at the cut-off keeps the lower codes
             wk = torch.gather(ws, 2, idx[:, None, :].expand(-1, R, -1))  # [b, R, K]
             q = torch.einsum("brk,rbkd->bkd", wk, P[:, idx])  # P(y = lit, s)
             out[sl] = q.max(1).values + (ps[:, :, None] - q).max(1).values
@@ -226,7 +226,7 @@ class PlannerAgent(EIGAgent):
             ws, ps = w[sl], ps_all[sl]
             K = max(1, min(self.top_k, int((ps > 0).sum(-1).max())))
             # sets in code order within the kept K, so argmax ties go to the lowest code as in BatchBeliefs.map_code
-            idx = ps.topk(K, dim=-1).indices.sort(-1).values  # [n, K]
+            idx = stable_topk(ps, K)[1].sort(-1).values  # [n, K]
             pk = torch.gather(ps, 1, idx)
             wk = torch.gather(ws, 2, idx[:, None, :].expand(-1, R, -1))  # [n, R, K]
             Pk = self.P[:, idx]  # [R, n, K, D]
@@ -243,13 +243,14 @@ class PlannerAgent(EIGAgent):
                 p = (q.sum(1) / tot).clamp(1e-7, 1 - 1e-7)
                 score = v1 / tot + 1e-4 * -(p * p.log2() + (1 - p) * (1 - p).log2())
             J = min(self.beam, D)
-            sel = score.topk(J, dim=-1).indices  # [n, J]
+            sel = stable_topk(score, J)[1]  # [n, J]
             n = sel.shape[0]
             p_lit = torch.gather(Pk, 3, sel[None, :, None, :].expand(R, -1, K, -1))  # [R, n, K, J]
             lit = wk.permute(1, 0, 2)[..., None] * p_lit  # [R, n, K, J]
             child = torch.stack([lit, wk.permute(1, 0, 2)[..., None] - lit], -1)  # [R, n, K, J, 2]
             child = child.permute(1, 3, 4, 0, 2).contiguous()  # [n, J, 2, R, K]
-            amap = child.sum(3).argmax(-1)  # the next guess (MAP set) of each child: it is wrong there
+            # the next guess (MAP set) of each child: it is wrong there (log: ties relative to the node's mass)
+            amap = argmax_tol(child.sum(3).log(), -1)
             child.scatter_(-1, amap[..., None, None].expand(-1, -1, -1, R, 1), 0.0)
             full = torch.zeros(n, J, 2, R, S)
             full.scatter_(-1, idx[:, None, None, None, :].expand(-1, J, 2, R, -1), child)
@@ -268,8 +269,8 @@ class PlannerAgent(EIGAgent):
         k = min(self.depth, self.task.horizon - self.t)  # rewards after action T do not exist
         if k >= 2:
             v = self.plan_values(log_w, code[active], k, rank=score)
-            score = v + 1e-4 * score  # ties in V_k: the depth-1 order
-        return self.cand[score.argmax(-1)]
+            return self.cand[argmax_lex(v, value, eig)]  # ties in V_k: the depth-1 order
+        return self.cand[argmax_lex(value, eig)]
 
 
 class NexiomEIGAgent(Agent):
@@ -297,11 +298,13 @@ class NexiomEIGAgent(Agent):
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         on, lit, _ = self.parse(obs)
         self.post.observe_(on, lit, self.ran)
-        best = eig_bits(self.post.space, self.post.log_w, self.cand, "joint").max(-1)
+        eig = eig_bits(self.post.space, self.post.log_w, self.cand, "joint")
+        best = eig.max(-1)
+        pick = argmax_tol(eig)  # exact ties (symmetric trials): the lowest code
         tests = self.task.obs_layout.get(obs, "tests")[:, 0].round().long()
         stop = (best.values <= self.min_eig) | (tests >= self.task.horizon - 1)
         guess = self.post.code_to_set(self.post.map_code()).double()
         p_conj = self.post.rule_marginals()[:, 1]  # the task's rules are (disjunctive, conjunctive)
         self.ran = active & ~stop
-        return torch.cat([self.cand[best.indices], 0.25 + 0.5 * guess, stop.double()[:, None],
+        return torch.cat([self.cand[pick], 0.25 + 0.5 * guess, stop.double()[:, None],
                           p_conj.clamp(0, 1)[:, None]], 1)

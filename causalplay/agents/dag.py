@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from causalplay.core.dag import GOAL_ROLE
+from causalplay.core.ties import argmax_tol
 
 from .base import Agent, TaskInfo
 
@@ -155,7 +156,7 @@ class _OutcomeHeuristic(DAGAgent):
         ok = self._rows()
         # nothing explored on a non-goal variable: fall back to random
         fallback = RandomAgent.exploit(self) if not ok.any(1).all() else torch.zeros(self.B, dtype=torch.long)
-        best = torch.where(ok, score, -torch.inf).argmax(1)
+        best = argmax_tol(torch.where(ok, score, -torch.inf), 1)
         var = self.do.gather(1, best[:, None])[:, 0]
         positive = self.val.gather(1, best[:, None])[:, 0] > 0
         if flip is not None:
@@ -190,7 +191,7 @@ class _RegressionAgent(DAGAgent):
 
     def _choose(self, slope: torch.Tensor) -> torch.Tensor:
         s = torch.where(self._candidates(), slope.abs(), -torch.inf)
-        var = s.argmax(1)
+        var = argmax_tol(s, 1)
         return self._intervention(var, slope.gather(1, var[:, None])[:, 0] > 0)
 
 
@@ -292,15 +293,15 @@ class BayesAgent(DAGAgent):
 
         out = self._per_chunk(lambda d, goal: eig(d, self.space, self.prior, self.linear, self.target, goal,
                                                   self.n_outer, self.top_k, self.gen, self.value))
-        out = out + 1e-9 * torch.rand(out.shape, generator=self.gen, dtype=torch.float64)  # random tie-break
-        return self._to_env(out.argmax(1))
+        key = torch.rand(out.shape, generator=self.gen, dtype=torch.float64)  # random tie-break among the tied
+        return self._to_env(argmax_tol(out, 1, key=key))
 
     def exploit(self) -> torch.Tensor:
         from causalplay.core.dag_posterior import expected_goal
 
         out = self._per_chunk(lambda d, goal: expected_goal(d, self.space, goal, self.value, self.prior, self.linear,
                                                             self.n_samples, self.gen))
-        return self._to_env(out.argmax(1))
+        return self._to_env(argmax_tol(out, 1))
 
 
 class NotearsAgent(DAGAgent):
@@ -337,7 +338,7 @@ class NotearsAgent(DAGAgent):
             idx = torch.where(var == g, -1, var)
             val = torch.where(acts < k, -v, v).to(torch.float64)
             x = simulate(W, torch.zeros(2 * k, 1, k, dtype=torch.float64), idx[:, None], val[:, None], linear=True)
-            best = int(x[:, 0, g].argmax())
+            best = int(argmax_tol(x[:, 0, g]))
             out[b] = int(rel[best % k]) + n * int(best >= k)
         return out
 

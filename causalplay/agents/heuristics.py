@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from causalplay.core.ties import tied_max
+
 from .base import MemoryAgent, TaskInfo, task_beliefs
 
 __all__ = ["RandomAgent", "BayesAgent", "NaiveAgent", "SearchRandomAgent", "SearchNaiveAgent"]
@@ -120,5 +122,5 @@ class SearchNaiveAgent(_SearchAgent):
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         m = self.belief(obs, active)
         unc = -(m - 0.5).abs()
-        best = unc >= unc.max(-1, keepdim=True).values - 1e-6  # float32 marginals: ties up to rounding
+        best = tied_max(unc, tol=1e-6)  # the marginals are rounded to 1e-9: ties up to rounding, broken at random
         return torch.cat([single_object_trials(best, self.gen), m], 1)

@@ -27,6 +27,7 @@ import torch
 
 from causalplay.core.beliefs import BatchBeliefs
 from causalplay.core.rules import Rule
+from causalplay.core.ties import argmin_tol, snap
 
 from .base import MemoryAgent, TaskInfo
 from .heuristics import _SearchAgent
@@ -75,6 +76,7 @@ def first_of_top_values(values: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     no earlier object has the same value and fewer than ``k`` values are strictly larger than its own.
     """
     B, N = values.shape
+    values = snap(values, 1e-12)  # values equal in exact arithmetic may differ in the last bits of the kernels
     eq = values[:, :, None] == values[:, None, :]  # [B, i, j]
     earlier = torch.ones(N, N, dtype=torch.bool).tril(-1)  # j < i
     first = ~(eq & earlier).any(-1)
@@ -291,7 +293,8 @@ class PaperSearchNaiveAgent(_PaperSearchAgent):
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         f = self.frequency(obs, active)
-        pick = (f - 0.5).abs().argmin(-1)  # first minimum = lowest index among ties
+        # lowest index among ties; 1e-12 keeps the EPS quirk's 5e-8 / c offsets apart but not rounding noise
+        pick = argmin_tol((f - 0.5).abs(), tol=1e-12)
         trial = torch.nn.functional.one_hot(pick, self.task.n_objects).double()
         return torch.cat([trial, as_public_belief(f)], 1)
 

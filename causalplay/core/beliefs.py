@@ -16,6 +16,7 @@ from .eig import check_target, eig_bits, eig_one_joint
 from .exact import entropy_bits, observe
 from .history import History, parse_trial, parse_trials
 from .spec import HypothesisSpace
+from .ties import argmax_tol, pick_lowest, snap
 
 __all__ = ["Beliefs", "BatchBeliefs", "BeliefsLike", "single_thread"]
 
@@ -63,12 +64,9 @@ def _trial_sizes(n_objects: int) -> np.ndarray:
 
 
 def pick_best(eig: np.ndarray, sizes: np.ndarray) -> int:
-    """Index of the largest EIG; EIGs equal after rounding to 12 decimals are ties, broken by fewest objects,
-    then position."""
-    near = np.flatnonzero(eig >= eig.max() - 1e-12)  # values equal after rounding differ by < 1e-12
-    r = np.round(eig[near], 12)
-    tied = near[r == r.max()]
-    return int(tied[np.argmin(sizes[tied])])
+    """Index of the largest EIG; EIGs within the float64 tolerance of :mod:`causalplay.core.ties` (``1e-9`` bits)
+    are ties, broken by fewest objects, then position."""
+    return pick_lowest(eig, key=sizes)
 
 
 def _to_numpy(x: torch.Tensor) -> np.ndarray:
@@ -149,8 +147,9 @@ class BatchBeliefs:
         return (self.set_probs() @ self.space.sets).clamp(0.0, 1.0)  # rounding can overshoot 1 by an ulp
 
     def map_code(self) -> torch.Tensor:
-        """``[B]`` integer code of each row's most probable blicket set (ties: the lowest code)."""
-        return self.set_probs().argmax(-1)
+        """``[B]`` integer code of each row's most probable blicket set (ties, probabilities equal up to the
+        dtype's relative tolerance of :mod:`causalplay.core.ties`: the lowest code)."""
+        return argmax_tol(self.set_probs().log(), -1)
 
     def code_to_set(self, codes: torch.Tensor) -> torch.Tensor:
         """``[B, N]`` bool: the objects of the sets with integer codes ``codes [B]``."""
@@ -288,14 +287,15 @@ class Beliefs:
         if top is not None:
             top = integer(top, "top", low=1)
         p = _to_numpy(self.log_w.exp())
+        # order by log-probability rounded to the tolerance of core.ties: equal posteriors keep code order
+        key = -_to_numpy(snap(self.log_w))
         if top is not None and top < len(p):
-            part = np.argpartition(-p, top - 1)[:top]
+            part = np.argpartition(key, top - 1)[:top]
             # argpartition does not keep ties in code order: take every hypothesis tied with the cut-off too
-            cut = p[part].min()
-            cand = np.flatnonzero(p >= cut)
-            order = cand[np.lexsort((cand, -p[cand]))][:top]
+            cand = np.flatnonzero(key <= key[part].max())
+            order = cand[np.lexsort((cand, key[cand]))][:top]
         else:
-            order = np.argsort(-p, kind="stable")
+            order = np.argsort(key, kind="stable")
         sets = _to_numpy(self.space.sets).astype(bool)
         S = self.space.n_sets
         return pd.DataFrame({
@@ -306,7 +306,7 @@ class Beliefs:
 
     def map(self) -> tuple[tuple[int, ...], str]:
         """Most probable hypothesis as ``(blicket indices, rule name)`` (first in code order on ties)."""
-        h = int(self.log_w.argmax())
+        h = int(argmax_tol(self.log_w))  # log space: the tolerance is relative to the probabilities
         S = self.space.n_sets
         members = np.flatnonzero(_to_numpy(self.space.sets[h % S]))
         return tuple(members.tolist()), self.space.rule_names[h // S]
@@ -339,7 +339,7 @@ class Beliefs:
             return tuple(i for i in range(n) if best >> i & 1)
         cand = parse_trials(trials, n)
         e = self.eig(cand, target)
-        # Rounding: EIGs equal to 1e-12 are ties; prefer smaller trials (cheaper to run, easier to read).
+        # EIGs equal up to rounding are ties; prefer smaller trials (cheaper to run, easier to read).
         return tuple(np.flatnonzero(cand[pick_best(e, cand.sum(1))]).tolist())
 
     def update(self, objects, lit) -> Beliefs:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .dag import StructureSpace, leaky_inv, simulate
+from .ties import argmax_tol, stable_topk
 
 __all__ = ["NIGPrior", "Data", "suff_stats", "local_scores", "local_posteriors", "structure_loglik",
            "log_posterior", "sample_scm", "expected_goal", "eig"]
@@ -188,7 +189,7 @@ def _gamma(a: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 def _top(logpost: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     k = min(k, logpost.shape[-1])
-    lp, idx = logpost.topk(k, -1)
+    lp, idx = stable_topk(logpost, k)  # equal scores (e.g. Markov-equivalent structures): the lower index
     return lp - torch.logsumexp(lp, -1, keepdim=True), idx
 
 
@@ -289,4 +290,4 @@ def _best_actions(post, pidx: torch.Tensor, members: torch.Tensor, goal: torch.T
     val = torch.where(act < n, -value, value).to(mean.dtype)[None, None].expand(B, K, A)
     x = simulate(W, eps, idx, val, linear)  # [B, K, A, n]
     g = x.gather(-1, goal[:, None, None, None].expand(B, K, A, 1))[..., 0]
-    return g.argmax(-1)
+    return argmax_tol(g, -1)

@@ -28,10 +28,12 @@ import torch
 from pyro.infer import Trace_ELBO, TraceEnum_ELBO
 
 from ..core._validate import integer
+from ..core.beliefs import pick_best
 from ..core.eig import binary_entropy_bits, check_target
 from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
 from ..core.pyro import SVIOptions, pyro_svi_step, run_svi
 from ..core.spec import WorldSpec
+from ..core.ties import pick_lowest
 
 __all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs"]
 
@@ -228,7 +230,7 @@ class SVIBeliefs:
 
     def map(self) -> tuple[tuple[int, ...], str]:
         """Most probable rule under q, and the objects with q(blicket | that rule) > 0.5."""
-        r = int(np.argmax(self.result.rule_probs[self.index]))
+        r = pick_lowest(np.asarray(self.result.rule_probs[self.index], dtype=np.float64))
         members = np.flatnonzero(self.result.blicket_logits[self.index, r] > 0)
         return tuple(members.tolist()), self.result.rule_names[r]
 
@@ -278,7 +280,8 @@ class SVIBeliefs:
 
     def best_trial(self, target: str = "joint", trials=None) -> tuple[int, ...]:
         cand = self._candidates(trials)
-        return tuple(np.flatnonzero(cand[int(np.argmax(self.eig(cand, target)))]).tolist())
+        # as the exact Beliefs.best_trial: EIGs equal up to rounding are ties, to the fewest objects, then first
+        return tuple(np.flatnonzero(cand[pick_best(self.eig(cand, target), cand.sum(1))]).tolist())
 
     def to_frame(self) -> pd.DataFrame:
         rows = [("blicket", str(i), float(p)) for i, p in enumerate(self.blicket_prob)]
