@@ -23,13 +23,20 @@ __all__ = ["simulate", "simulate_fit"]
 
 
 def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, seed: int = 0,
-                 max_tests: int = 30) -> TrialData:
+                 max_tests: int = 30, designs=None) -> TrialData:
     """Synthetic participants from a fit, as :class:`causalplay.data.TrialData`.
 
     ``n_participants=None``: one replica of every fitted participant (their own posterior draw, their own
     true rule and blickets) -- the posterior predictive check. Otherwise new participants drawn from the
-    fitted population, with worlds ``[(rule, blickets), ...]`` (default: drawn from the fitted data's).
+    fitted population, with worlds ``[(rule, blickets), ...]`` (default: drawn from the fitted data's) or
+    ``designs`` (:class:`causalplay.design.Design`, one per new participant: world, demonstrations, told count,
+    budget).
     """
+    if designs is not None:
+        if n_participants is None or worlds is not None:
+            raise ValueError("designs are for new participants: give n_participants and no worlds")
+        if len(designs) != int(n_participants):
+            raise ValueError(f"designs needs one Design per participant ({n_participants}), got {len(designs)}")
     gen = torch.Generator().manual_seed(seed)
     th = fit.theta()
     draws = th["lapse"].shape[0]
@@ -47,6 +54,9 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
         group = {k: v[d] for k, v in flat.items() if v.dim() == 1}
         raw = fit.par.new_participants(group, n_participants, 1, gen)
         theta = {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
+        if designs is not None:  # each participant's design says what they are told
+            return simulate(fit.model, theta, None, fit.data.n_objects, learner=fit.learner, seed=seed + 1,
+                            max_tests=max_tests, designs=designs)
         if worlds is None:  # a fitted participant's world, and the count that participant was told
             w = torch.randint(P, (n_participants,), generator=gen).tolist()
             worlds = [(parts["rule"].iloc[i], parts["true_blickets"].iloc[i]) for i in w]
@@ -58,7 +68,8 @@ def simulate_fit(fit: Fit, n_participants: int | None = None, *, worlds=None, se
 
 
 def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, learner: LearnerConfig | None = None,
-             seed: int = 0, max_tests: int = 30, prefix: str = "S", rule_prior=None, n_blickets=None):
+             seed: int = 0, max_tests: int = 30, prefix: str = "S", rule_prior=None, n_blickets=None,
+             designs=None):
     """Simulate participants of a choice model with known parameters on deterministic Blicket machines.
 
     Parameters
@@ -66,10 +77,10 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     model : model name or ChoiceModel
     theta : dict name -> float or array ``[P]``
         Constrained parameter values (every parameter of the model, see ``model.all_params()``).
-    worlds : list of (rule name, blicket indices)
+    worlds : list of (rule name, blicket indices), or None with ``designs``
         One per participant; the machine follows :mod:`causalplay.core.rules`.
     max_tests : int
-        Participants who have not stopped by then stop.
+        Participants who have not stopped by then stop (a design's own ``max_tests`` wins where it sets one).
     rule_prior : sequence of float or None, optional
         One per participant: the transferred ``P(conjunctive)`` that participant starts from (a later round of
         multi-round data; used in full, or mixed by the ``transfer`` weight of a ``+transfer`` model), or None
@@ -77,6 +88,10 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     n_blickets : sequence of int or None, optional
         One per participant: the number of blickets that participant is told (the learner's set prior is that
         count, as for told counts in fitted data), or None; written to the data's ``n_blickets`` column.
+    designs : sequence of causalplay.design.Design, optional
+        One per participant, instead of ``worlds`` and ``n_blickets``: the world, the demonstrations the participant
+        watches first (learned from, marked tested, written as ``source=demonstration`` rows before the
+        participant's own tests, so :func:`causalplay.fit` reads them as history), the told count and the budget.
 
     Returns
     -------
@@ -89,7 +104,27 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
 
     cm = get_model(model)
     learner = learner or LearnerConfig()
+    demos: list = []
+    budget = None
+    if designs is not None:
+        from ..core.design import Design
+
+        if worlds is not None or n_blickets is not None:
+            raise ValueError("give worlds or designs, not both (a design holds the world and the told count)")
+        designs = list(designs)
+        if bad := [d for d in designs if not isinstance(d, Design) or d.n_objects != n_objects]:
+            raise ValueError(f"designs must be causalplay.design.Design with n_objects={n_objects}, got {bad[0]!r}")
+        worlds = [d.world for d in designs]
+        if any(d.n_blickets_told is not None for d in designs):
+            n_blickets = [d.n_blickets_told for d in designs]
+        demos = [d.demonstrations for d in designs]
+        budget = torch.tensor([min(d.max_tests, max_tests) if d.max_tests is not None else max_tests
+                               for d in designs])
+    if worlds is None:
+        raise ValueError("simulate needs worlds or designs")
     P = len(worlds)
+    if budget is None:
+        budget = torch.full((P,), int(max_tests))
     names = {p.name for p in cm.all_params()}
     if missing := names - set(theta):
         raise ValueError(f"theta lacks parameter(s) {sorted(missing)} of model {cm.name!r}")
@@ -120,6 +155,12 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     task.reset(rule_idx=[rule_names.index(r) for r, _ in worlds], blickets=true)
     ll = torch.zeros(P, space.n_hypotheses, dtype=torch.float64)
     tested = torch.zeros(P, S, dtype=torch.bool)
+    for i, shown in enumerate(demos):  # what a design shows first: learned from and already tested
+        for on, lit_ in shown:
+            trial = torch.zeros(1, 1, n_objects, dtype=torch.float64)
+            trial[0, 0, list(on)] = 1.0
+            ll[i] += log_likelihood(space, trial, torch.tensor([[float(lit_)]], dtype=torch.float64))[0]
+            tested[i, sum(1 << j for j in on)] = True
     judged = torch.zeros(P, dtype=torch.long)
     log_rows: list[tuple[torch.Tensor, ...]] = []
     t = 0
@@ -129,7 +170,8 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         feats.rule_prior, feats.transferred, feats.set_log_prior = rp_table, rp_mask, told
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
-        choice = torch.full((P,), S) if t == max_tests else torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
+        choice = torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
+        choice = torch.where(budget <= t, S, choice)  # the budget is spent: stop
         stop = active & (choice == S)
         if bool(stop.any()):  # the judgement of those who stop now, from what they know now (feats.final_ll)
             with torch.no_grad():
@@ -155,9 +197,21 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         "objects_on": [code_to_set(int(c)) for c in codes[order]],
         "lit": lits[order].astype(bool), "seconds_since_previous": None, "possible": True},
         columns=["participant", "test", "objects_on", "lit", "seconds_since_previous", "possible"])
+    n_shown = [len(d) for d in demos] or [0] * P
+    if designs is not None:  # the demonstrations first, as the loader reads them: source=demonstration rows
+        tests["source"] = "choice"
+        tests["test"] += np.asarray(n_shown)[who[order]]
+        shown = pd.DataFrame([{"participant": ids[i], "test": k + 1, "objects_on": on, "lit": bool(lit_),
+                               "seconds_since_previous": None, "possible": True, "source": "demonstration"}
+                              for i, d in enumerate(demos) for k, (on, lit_) in enumerate(d)], columns=tests.columns)
+        rank = {pid: i for i, pid in enumerate(ids)}
+        tests = pd.concat([shown, tests], ignore_index=True).sort_values(
+            ["participant", "test"], key=lambda c: c.map(rank) if c.name == "participant" else c,
+            kind="stable").reset_index(drop=True)
     parts = [{"participant": ids[i], "rule": rec["rule"][i], "true_blickets": tuple(sorted(int(b) for b in w[1])),
               "judged_blickets": code_to_set(int(code[i])), "blickets_correct": bool(rec["blickets_correct"][i]),
               "rule_choice": rule_names[int(r[i])], "rule_correct": bool(rec["rule_correct"][i]),
-              "n_tests": int(rec["n_tests"][i]), **({} if n_blickets is None else {"n_blickets": n_blickets[i]})}
+              "n_tests": int(rec["n_tests"][i]) + n_shown[i],
+              **({} if n_blickets is None else {"n_blickets": n_blickets[i]})}
              for i, w in enumerate(worlds)]
     return TrialData(pd.DataFrame(parts), tests, n_objects, [], f"simulate({cm.name})")

@@ -1,0 +1,23 @@
+"""Study designs as data, what fitted models of people predict under them, and which design tells models apart.
+
+::
+
+    from causalplay.design import Design, nexiom_designs, predict, utility
+    fits = {m: causalplay.fit(people, m, method="svi") for m in ("positive", "random", "eig_sweep")}
+    p = predict(fits["eig_sweep"], nexiom_designs(), draws=200)          # [designs, draws, 2**N + 1]
+    u = utility(fits, candidates, choices=1)                              # nats per design
+    u.to_frame(candidates).head()
+
+* :class:`Design` (defined in :mod:`causalplay.core.design`, so that every layer can use it): the world, the
+  demonstrations shown first, a told blicket count, a test budget;
+* :func:`predict`, :func:`utility` (:mod:`.predict`): first-choice probabilities per new participant, and the mutual
+  information between the model identity and a participant's first ``K`` choices (adaptive design optimisation);
+* :func:`designs_of`, :func:`nexiom_designs` (:mod:`.data`): the designs in trial data and in the shipped study;
+* :func:`score_trajectories` (:mod:`.trajectories`): any play of the task scored against the ideal learner.
+"""
+
+from ..core.design import Design
+from .data import designs_of, nexiom_designs
+from .predict import Utility, population_draws, predict, utility
+
+__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "designs_of", "nexiom_designs"]

@@ -1,0 +1,388 @@
+"""What fitted models of people predict a new participant does under a design, and how well a design tells the models
+apart (the mutual information of Cavagnaro, Myung & Pitt 2010, "Adaptive design optimization").
+
+Every prediction is the choice models' own likelihood (:meth:`causalplay.models.choice.ChoiceModel.log_probs`) on
+:class:`~causalplay.models.choice.Features` of the designs' histories, so the models are not re-implemented here. A
+fitted population is represented by ``draws`` **new participants**: for each, a posterior draw of the group-level
+parameters and a participant drawn from that population (as :meth:`causalplay.fitting.Fit.score` integrates over
+held-out people). The same draws (same seed) serve every design, so designs are compared on common random numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core import _validate as V
+from ..core._validate import codes_to_vectors, set_to_code
+from ..core.design import Design
+from ..core.exact import log_likelihood
+from ..models.choice import LearnerConfig, step_features
+from ..models.choice.base import told_set_prior
+
+if TYPE_CHECKING:
+    from ..fitting import Fit
+
+__all__ = ["predict", "utility", "Utility", "population_draws"]
+
+_F64 = torch.float64
+_EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
+
+
+def _check_designs(designs) -> list[Design]:
+    if isinstance(designs, Design):
+        designs = [designs]
+    designs = list(designs)
+    if not designs:
+        raise ValueError("designs is empty; expected at least one causalplay.design.Design")
+    if bad := [i for i, d in enumerate(designs) if not isinstance(d, Design)]:
+        raise TypeError(f"designs[{bad[0]}] is {V.describe(designs[bad[0]])}, expected a causalplay.design.Design")
+    if len(ns := sorted({d.n_objects for d in designs})) > 1:
+        raise ValueError(f"designs have different n_objects {ns}; the choice space (2**n_objects sets and stop) must "
+                         f"be one size: score each object count separately")
+    return designs
+
+
+def population_draws(fit: Fit, draws: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Constrained parameters ``[draws]`` of ``draws`` new participants of the fitted population.
+
+    Each is a posterior draw (with replacement) of the group-level and shared parameters and a participant drawn from
+    that population (a flat fit: from the prior), as in :func:`causalplay.fitting.scoring.heldout_score`.
+    """
+    draws = V.integer(draws, "draws", low=1)
+    for attr in ("model", "par", "learner", "flat_raw"):
+        if not hasattr(fit, attr):
+            raise TypeError(f"expected a causalplay.fitting.Fit (fit = causalplay.fit(...)), got {V.describe(fit)}")
+    gen = torch.Generator().manual_seed(V.integer(seed, "seed"))
+    flat = fit.flat_raw()
+    total = flat[next(iter(flat))].shape[0]
+    idx = torch.randint(total, (draws,), generator=gen)
+    group = {k: v[idx] for k, v in flat.items() if v.dim() == 1}
+    raw = fit.par.new_participants(group, draws, 1, gen)
+    return {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
+
+
+class _Rows:
+    """``R`` partial histories (design index, the design's demonstrations, then own tests), advanced in place."""
+
+    def __init__(self, designs: list[Design], index: torch.Tensor):
+        self.designs = designs
+        self.n = designs[0].n_objects
+        self.S = 2**self.n
+        self.design = index  # [R] design of each row
+        self.own: list[torch.Tensor] = []  # codes of the own tests so far, one [R] tensor per step
+        lit = torch.stack([d.lit_table() for d in designs])  # [designs, S]
+        self.lit = lit
+        self.told = [d.n_blickets_told for d in designs]
+        self.budget = torch.tensor([d.max_tests if d.max_tests is not None else 2**62 for d in designs])
+
+    def take(self, keep: torch.Tensor) -> _Rows:
+        new = object.__new__(_Rows)
+        new.__dict__.update(self.__dict__)
+        new.design = self.design[keep]
+        new.own = [c[keep] for c in self.own]
+        return new
+
+    def extend(self, codes: torch.Tensor, rows: torch.Tensor) -> _Rows:
+        """Rows ``rows`` (repeated as given) each followed by the own test ``codes``."""
+        new = self.take(rows)
+        new.own = new.own + [codes]
+        return new
+
+    def features(self, learner: LearnerConfig, cache: dict):
+        """:class:`Features` of the next decision of every row under ``learner`` (``cache``: per-design pieces)."""
+        key = (learner.blicket_prior, learner.noise)
+        if key not in cache:  # the demonstrations' log-likelihood, what was tested, the told prior: per design
+            space = learner.space(self.n)
+            hs = [d.history() for d in self.designs]
+            T = max(len(h) for h in hs)
+            trials = torch.zeros(len(hs), T, self.n, dtype=_F64)
+            lit = torch.zeros(len(hs), T, dtype=_F64)
+            mask = torch.zeros(len(hs), T, dtype=torch.bool)
+            tested = torch.zeros(len(hs), self.S, dtype=torch.bool)
+            for i, h in enumerate(hs):
+                trials[i, :len(h)] = torch.as_tensor(h.trials, dtype=_F64)
+                lit[i, :len(h)] = torch.as_tensor(h.lit, dtype=_F64)
+                mask[i, :len(h)] = True
+                for on, _ in self.designs[i].demonstrations:
+                    tested[i, set_to_code(on)] = True
+            ll = log_likelihood(space, trials, lit, mask) if T else torch.zeros(len(hs), space.n_hypotheses,
+                                                                                  dtype=_F64)
+            told = told_set_prior(space, dict(enumerate(self.told)), list(range(len(hs))))
+            cache[key] = (space, ll, tested, told)
+        space, ll0, tested0, told0 = cache[key]
+        ll = ll0[self.design]
+        tested = tested0[self.design].clone()
+        R = len(self.design)
+        for c in self.own:
+            on = codes_to_vectors(c, self.n).to(_F64)[:, None]
+            lt = self.lit[self.design, c].to(_F64)[:, None]
+            ll = ll + log_likelihood(space, on, lt)
+            tested[torch.arange(R), c] = True
+        f = step_features(space, ll, len(self.own), tested, learner.min_tests, list(range(R)))
+        if told0 is not None:
+            f.set_log_prior = told0[self.design]
+        return f
+
+    def step_log_probs(self, fit, theta: dict, cache: dict) -> torch.Tensor:
+        """``[draws, R, 2**N + 1]`` log probability of each option at the rows' next decision (stop forced where the
+        design's test budget is spent)."""
+        feats = self.features(fit.learner, cache)
+        R = len(self.design)
+        th = {k: v[:, None].expand(v.shape[0], R) for k, v in theta.items()}
+        with torch.no_grad():
+            lp = fit.model.log_probs(feats, th)
+        spent = len(self.own) >= self.budget[self.design]  # [R]
+        if bool(spent.any()):
+            forced = torch.full_like(lp[0, 0], -math.inf)
+            forced[-1] = 0.0
+            lp = torch.where(spent[None, :, None], forced, lp)
+        return lp
+
+
+def predict(fit: Fit, designs: Sequence[Design] | Design, draws: int = 200, *, seed: int = 0,
+            chunk: int = 4096) -> torch.Tensor:
+    """Probability of each possible first choice after each design's demonstrations, per new participant.
+
+    Parameters
+    ----------
+    fit : causalplay.fitting.Fit
+        A fitted choice model (any model of :mod:`causalplay.models.choice`).
+    designs : sequence of Design
+        All with the same ``n_objects``.
+    draws : int
+        New participants drawn from the fitted population (:func:`population_draws`).
+    seed : int
+        Seed of the draws; the same seed gives every design the same participants.
+    chunk : int
+        Designs per batch (memory: about ``chunk * draws * 2**(N+1)`` floats per temporary).
+
+    Returns
+    -------
+    Tensor ``[designs, draws, 2**N + 1]``
+        Probabilities of the object sets by code ``sum_i 2**i`` (the empty set first), then stop; rows sum to 1.
+        Stopping before any own test has probability 0 under ``LearnerConfig(min_tests=1)`` (the default).
+    """
+    designs = _check_designs(designs)
+    chunk = V.integer(chunk, "chunk", low=1)
+    theta = population_draws(fit, draws, seed)
+    rows, cache = _Rows(designs, torch.arange(len(designs))), {}
+    out = [rows.take(torch.arange(a, min(a + chunk, len(designs)))).step_log_probs(fit, theta, cache).exp()
+           for a in range(0, len(designs), chunk)]
+    return torch.cat(out, 1).transpose(0, 1).contiguous()
+
+
+@dataclass
+class Utility:
+    """Mutual information (nats) between the model identity and a participant's first ``choices`` choices.
+
+    Attributes
+    ----------
+    nats : Tensor ``[designs]``
+    se : Tensor ``[designs]`` -- Monte Carlo standard error (0 where computed exactly)
+    method : {"exact", "mc"}
+    choices : int
+    models : list of str; prior : Tensor ``[models]``
+    """
+
+    nats: torch.Tensor
+    se: torch.Tensor
+    method: str
+    choices: int
+    models: list
+    prior: torch.Tensor
+
+    @property
+    def bits(self) -> torch.Tensor:
+        return self.nats / math.log(2.0)
+
+    def to_frame(self, designs: Sequence[Design] | None = None) -> pd.DataFrame:
+        """One row per design (``design`` as text when ``designs`` is given), sorted by utility, best first."""
+        df = pd.DataFrame({"nats": self.nats.numpy(), "se": self.se.numpy()})
+        if designs is not None:
+            df.insert(0, "design", [str(d) for d in designs])
+        return df.sort_values("nats", ascending=False, kind="stable")
+
+    def best(self) -> int:
+        """Index of the design of highest utility (ties within 1e-12 nats go to the lowest index)."""
+        v = self.nats
+        return int(torch.nonzero(v >= v.max() - 1e-12)[0, 0])
+
+
+def _mi_terms(log_p: torch.Tensor, log_prior: torch.Tensor) -> torch.Tensor:
+    """``sum_m pi_m p_m(y) log(p_m(y) / pbar(y))`` per leaf ``y``: ``log_p [M, ...]`` (log p_m(y)), result ``[...]``."""
+    log_pbar = torch.logsumexp(log_prior.view(-1, *[1] * (log_p.dim() - 1)) + log_p, 0)
+    w = (log_prior.view(-1, *[1] * (log_p.dim() - 1)) + log_p).exp()
+    ratio = torch.where(w > 0, log_p - log_pbar, torch.zeros_like(log_p))
+    return (w * ratio).sum(0)
+
+
+def _log_mean_exp(x: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.logsumexp(x, dim) - math.log(x.shape[dim])
+
+
+def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | Design, choices: int = 1,
+            prior: Mapping[str, float] | Sequence[float] | None = None, *, draws: int = 200, method: str = "auto",
+            samples: int = 200, seed: int = 0, chunk: int | None = None) -> Utility:
+    """Mutual information (nats) between which model generated a participant and that participant's first
+    ``choices`` choices, for each design.
+
+    ``I(M; Y) = sum_m pi_m sum_y p_m(y) log(p_m(y) / sum_m' pi_m' p_m'(y))`` with ``p_m(y)`` the probability of the
+    choice sequence ``y`` averaged over ``draws`` new participants of model ``m``'s fitted population
+    (:func:`population_draws`; the same draws for every design). A sequence ends early at a stop; the machine's answers
+    to the participant's tests are the design's.
+
+    Parameters
+    ----------
+    fits : dict name -> Fit, or name -> Tensor ``[designs, draws, 2**N + 1]``
+        The candidate models. A tensor is a precomputed :func:`predict` (first choices only, ``choices=1``).
+    designs : sequence of Design
+    choices : int
+        ``K``, the number of choices the information is about.
+    prior : dict name -> weight, or sequence (in ``fits`` order), optional
+        Prior probability of each model (normalised); default uniform.
+    draws : int
+        New participants per model.
+    method : {"auto", "exact", "mc"}
+        ``"exact"`` sums over every choice sequence (a tree of ``(2**N) ** (K - 1)`` rows per design, each with
+        ``2**N + 1`` options); ``"mc"`` is nested Monte Carlo: ``samples`` sequences simulated per model and design,
+        each scored by every model's mixture over its ``draws``, with its standard error in ``Utility.se``.
+        ``"auto"``: exact for ``K = 1`` and wherever the tree has at most 4,096 rows per design (with 4 objects up to
+        ``K = 4``; there the sum is cheaper than sampling), Monte Carlo beyond.
+    samples : int
+        Monte Carlo sequences per model and design.
+    seed : int
+        Seeds the population draws (every model with this seed, so two equal fits have equal populations and
+        utility 0) and the Monte Carlo sequences.
+    chunk : int, optional
+        Designs per batch (default: about 2**22 floats per temporary).
+
+    Returns
+    -------
+    Utility
+        ``nats [designs]``, ``se [designs]``.
+
+    Notes
+    -----
+    The mixture over a model's ``draws`` participants is both what the sequences are simulated from and what scores
+    them, so the Monte Carlo estimate is unbiased for the information under that ``draws``-participant population;
+    against the continuous fitted population it carries the nested estimator's ``O(1/draws)`` bias.
+    """
+    if not isinstance(fits, Mapping) or len(fits) < 1:
+        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
+    names = list(fits)
+    designs = _check_designs(designs)
+    K = V.integer(choices, "choices", low=1)
+    V.choice(method, "method", ("auto", "exact", "mc"))
+    n_choice = 2**designs[0].n_objects + 1
+    if method == "auto":  # the sum over sequences where its tree is small (cheaper than sampling, and exact)
+        method = "exact" if (n_choice - 1) ** (K - 1) <= _EXACT_ROWS else "mc"
+    samples = V.integer(samples, "samples", low=1)
+    draws = V.integer(draws, "draws", low=1)
+    seed = V.integer(seed, "seed")
+    log_prior = _log_prior(prior, names)
+    tensors = {k: v for k, v in fits.items() if isinstance(v, torch.Tensor)}
+    if tensors:
+        if K != 1 or len(tensors) != len(fits):
+            raise ValueError("precomputed predictions (tensors in fits) answer first choices only: use choices=1 and "
+                             "give every model as a tensor, or give Fits")
+        for k, v in tensors.items():
+            if v.dim() != 3 or v.shape[0] != len(designs) or v.shape[2] != n_choice:
+                raise ValueError(f"fits[{k!r}] has shape {tuple(v.shape)}; expected [designs={len(designs)}, draws, "
+                                 f"{n_choice}]")
+        log_p = torch.stack([_log_mean_exp(v.to(_F64).log(), 1) for v in tensors.values()])  # [M, designs, C]
+        nats = _mi_terms(log_p, log_prior).sum(-1)
+        return Utility(nats, torch.zeros_like(nats), "exact", 1, names, log_prior.exp())
+    thetas = [population_draws(f, draws, seed) for f in fits.values()]  # one seed: the same fit, the same people
+    M = len(names)
+    per_design = (n_choice ** (K - 1) if method == "exact" else M * samples * K) * M * draws * n_choice * 4
+    chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
+    gen = torch.Generator().manual_seed(seed + 104729)
+    nats, se = [], []
+    cache = [{} for _ in names]
+    for a in range(0, len(designs), chunk):
+        idx = torch.arange(a, min(a + chunk, len(designs)))
+        if method == "exact":
+            v = _exact(list(fits.values()), thetas, designs, idx, K, log_prior, cache)
+            nats.append(v)
+            se.append(torch.zeros_like(v))
+        else:
+            v, s = _monte_carlo(list(fits.values()), thetas, designs, idx, K, log_prior, samples, gen, cache)
+            nats.append(v)
+            se.append(s)
+    return Utility(torch.cat(nats), torch.cat(se), method, K, names, log_prior.exp())
+
+
+def _log_prior(prior, names: list[str]) -> torch.Tensor:
+    if prior is None:
+        w = np.ones(len(names))
+    elif isinstance(prior, Mapping):
+        if set(prior) != set(names):
+            raise ValueError(f"prior names {sorted(prior)} differ from the models {sorted(names)}")
+        w = np.array([prior[n] for n in names], dtype=float)
+    else:
+        w = np.asarray(list(prior), dtype=float)
+        if w.shape != (len(names),):
+            raise ValueError(f"prior has {w.size} weight(s) for {len(names)} model(s) {names}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"prior weights must be finite, non-negative and not all 0, got {w.tolist()}")
+    return torch.log(torch.as_tensor(w / w.sum(), dtype=_F64))
+
+
+def _exact(fits, thetas, designs, idx, K, log_prior, caches) -> torch.Tensor:
+    """Utility of the designs ``idx`` by summing over every choice sequence (a tree of ``(2**N)**(K-1)`` rows)."""
+    rows = _Rows(designs, idx.clone())
+    local = torch.arange(len(idx))  # row -> position in idx
+    S = rows.S
+    lp = torch.zeros(len(fits), thetas[0]["lapse"].shape[0], len(idx), dtype=_F64)  # [M, J, R] log P(path)
+    total = torch.zeros(len(idx), dtype=_F64)
+    for k in range(1, K + 1):
+        step = torch.stack([rows.step_log_probs(f, th, c) for f, th, c in zip(fits, thetas, caches, strict=True)])
+        joint = lp[..., None] + step  # [M, J, R, C]
+        leaves = joint if k == K else joint[..., S:]  # the last choice, or a stop before it
+        terms = _mi_terms(_log_mean_exp(leaves, 1), log_prior).sum(-1)  # [R]
+        total.index_add_(0, local, terms)
+        if k < K:  # every row continues with every object set
+            R = len(local)
+            rep = torch.arange(R).repeat_interleave(S)
+            codes = torch.arange(S).repeat(R)
+            rows = rows.extend(codes, rep)
+            local = local[rep]
+            lp = joint[..., :S].reshape(joint.shape[0], joint.shape[1], R * S)
+    return total
+
+
+def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches):
+    """Nested Monte Carlo utility of the designs ``idx``: ``samples`` sequences per (model, design)."""
+    M, J = len(fits), thetas[0]["lapse"].shape[0]
+    n_d = len(idx)
+    # rows: design-major, then generating model, then sample
+    design = idx.repeat_interleave(M * samples)
+    gen_model = torch.arange(M).repeat_interleave(samples).repeat(n_d)
+    who = torch.randint(J, (len(design),), generator=gen)  # the generating participant of each sequence
+    rows = _Rows(designs, design)
+    R = len(design)
+    lp = torch.zeros(M, J, R, dtype=_F64)
+    alive = torch.ones(R, dtype=torch.bool)
+    S = rows.S
+    for _ in range(K):
+        step = torch.stack([rows.step_log_probs(f, th, c) for f, th, c in zip(fits, thetas, caches, strict=True)])
+        own = step[gen_model, who, torch.arange(R)]  # [R, C] the generating participant's probabilities
+        choice = torch.multinomial(own.exp(), 1, generator=gen).squeeze(-1)
+        got = step.gather(-1, choice.view(1, 1, R, 1).expand(M, J, R, 1)).squeeze(-1)
+        lp = lp + torch.where(alive, got, torch.zeros_like(got))
+        alive = alive & (choice != S)
+        # stopped rows carry on with a dummy test (their path log-probability no longer changes)
+        rows = rows.extend(torch.where(choice == S, 0, choice), torch.arange(R))
+    log_pm = _log_mean_exp(lp, 1)  # [M, R] log p_m(y_r)
+    log_pbar = torch.logsumexp(log_prior[:, None] + log_pm, 0)
+    v = (log_pm[gen_model, torch.arange(R)] - log_pbar).view(n_d, M, samples)
+    mean, var = v.mean(-1), v.var(-1) if samples > 1 else torch.zeros(n_d, M, dtype=_F64)
+    pi = log_prior.exp()
+    return (pi * mean).sum(-1), ((pi**2) * var / samples).sum(-1).sqrt()
