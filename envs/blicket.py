@@ -16,7 +16,7 @@ from .core import OBS_MODES, BlicketBatch, TaskConfig
 from .task import _numpy_obs
 
 __all__ = ["BlicketEnv", "IVRE", "EST", "EST_ACRE", "make_ivre", "make_est", "make_est_acre", "make_est_v0",
-           "observation_space"]
+           "observation_space", "batch_ivre", "batch_est", "batch_est_acre", "batch_est_v0"]
 
 IVRE = TaskConfig(name="IVRE", n_blickets=(1, 2, 3, 4), n_context=4, context_size=(1, 4), context="random")
 #: EST as the paper samples it (``causalplay/EST-v1``): 4 random context panels of 2-6 objects.
@@ -172,3 +172,18 @@ def make_est_v0(**kwargs) -> BlicketEnv:
     """``causalplay/EST-v0`` (deprecated): the same as ``EST-ACRE-v0``, with a warning pointing to ``EST-v1``."""
     warn_est_v0()
     return BlicketEnv(EST_ACRE, **kwargs)
+
+
+def _batch(config: TaskConfig, batch_size: int, rng, obs_mode: str = "panel", **kwargs) -> BlicketBatch:
+    return BlicketBatch(configure(config, **kwargs), batch_size, rng, obs_mode=obs_mode)
+
+
+#: The batch entry points of the same ids (:class:`causalplay.envs.families.EnvEntry`): ``(batch_size, rng,
+#: **kwargs) -> BlicketBatch``, keyword arguments as :func:`configure` plus ``obs_mode``.
+batch_ivre, batch_est, batch_est_acre = (functools.partial(_batch, config) for config in (IVRE, EST, EST_ACRE))
+
+
+def batch_est_v0(batch_size: int, rng, **kwargs) -> BlicketBatch:
+    """The batch of ``causalplay/EST-v0`` (deprecated, warns): ``EST-ACRE-v0``'s."""
+    warn_est_v0()
+    return _batch(EST_ACRE, batch_size, rng, **kwargs)

@@ -25,7 +25,7 @@ from .sampling import Episodes, TaskConfig
 from .task import ObsLayout, _numpy_obs, _reset_rows, batch_action
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
-           "RULE_PER"]
+           "overhypothesis_batch", "RULE_PER"]
 
 #: One machine of the sequence: IVRE with both rules and 2-4 blickets.
 OVERHYPOTHESIS = TaskConfig(name="Overhypothesis", n_blickets=(2, 3, 4), n_context=4, context_size=(1, 4),
@@ -284,3 +284,8 @@ class OverhypothesisEnv(_Single):
 
 #: The entry point of ``causalplay/Overhypothesis-v0``.
 make_overhypothesis = OverhypothesisEnv
+
+
+def overhypothesis_batch(batch_size: int, rng, **kwargs) -> OverhypothesisBatch:
+    """The batch entry point of ``causalplay/Overhypothesis-v0`` (keyword arguments as :class:`OverhypothesisBatch`)."""
+    return OverhypothesisBatch(OVERHYPOTHESIS, batch_size, rng, **kwargs)

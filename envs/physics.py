@@ -18,7 +18,8 @@ from .physics_sim import COLS, object_list, render, simulate
 from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, get_task, to_balls
 from .task import RewardSpec, as_rows, batch_action
 
-__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "BUDGET", "draw_batch", "make_b", "make_2b"]
+__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "BUDGET", "draw_batch", "make_b", "make_2b",
+           "batch_b", "batch_2b"]
 
 MAX_BODIES, BUDGET = 10, 100
 
@@ -209,3 +210,5 @@ class PhysicsEnv(gym.Env):
 
 #: The entry points of ``causalplay/PhysicsB-v0`` and ``causalplay/Physics2B-v0``.
 make_b, make_2b = functools.partial(PhysicsEnv, tier="B"), functools.partial(PhysicsEnv, tier="2B")
+#: The batch entry points of the same ids (``(batch_size, rng, **kwargs) -> PhysicsBatch``, see :func:`draw_batch`).
+batch_b, batch_2b = functools.partial(draw_batch, tier="B"), functools.partial(draw_batch, tier="2B")

@@ -17,14 +17,10 @@ from gymnasium import spaces
 from causalplay.render.renderer import Renderer
 from causalplay.render.scene import HEIGHT, WIDTH, make_frame
 
-__all__ = ["PIXEL_IDS", "PixelBlicketEnv", "PixelBatch", "make_pixel_batch", "shared_renderer"]
+__all__ = ["PIXEL_IDS", "PixelBlicketEnv", "PixelBatch", "make_pixel_batch", "pixel_batch",
+           "shared_renderer"]
 
-#: pixel id -> the symbolic id it wraps
-PIXEL_IDS = {
-    "causalplay/IVRE-Pixels-v0": "causalplay/IVRE-v0",
-    "causalplay/EST-Pixels-v1": "causalplay/EST-v1",
-    "causalplay/EST-Pixels-v0": "causalplay/EST-v0",
-}
+from .families import PIXEL_IDS  # pixel id -> the symbolic id it wraps (registered with the Blicket family)
 
 _RENDERERS: dict[tuple, Renderer] = {}
 
@@ -219,20 +215,22 @@ class PixelBatch:
         return self.observation(), reward, solved, truncated
 
 
-def make_pixel_batch(env_id: str, batch_size: int, seed=None, engine: str = "workbench",
-                     cache_dir: str | os.PathLike | None = None, obs_mode: str = "panel", **kwargs) -> PixelBatch:
+def make_pixel_batch(env_id: str, batch_size: int, seed=None, **kwargs) -> PixelBatch:
     """The batched form of a pixel id (:class:`PixelBatch`) over :func:`causalplay.envs.make_batch` of its symbolic
     id; ``engine`` and ``cache_dir`` pick the shared renderer, other keyword arguments go to the symbolic id."""
-    from causalplay.envs import make_batch
-
     if env_id not in PIXEL_IDS:
         raise ValueError(f"unknown pixel environment id {env_id!r}; expected one of {tuple(PIXEL_IDS)}")
+    return pixel_batch(batch_size, np.random.default_rng(seed), PIXEL_IDS[env_id], **kwargs)
+
+
+def pixel_batch(batch_size: int, rng, symbolic_id: str, engine: str = "workbench",
+                cache_dir: str | os.PathLike | None = None, obs_mode: str = "panel", **kwargs) -> PixelBatch:
+    """The batch entry point of the pixel ids (:class:`causalplay.envs.families.EnvEntry`): ``symbolic_id``'s
+    batch drawn from ``rng``, seen through the shared renderer of ``engine`` / ``cache_dir``."""
+    from causalplay.envs import make_batch
+
     if obs_mode != "panel":
         raise ValueError(f"obs_mode = {obs_mode!r}: the batched pixel task shows the current panel only "
                          "(obs_mode='panel'); agents keep their own memory")
-    return PixelBatch(make_batch(PIXEL_IDS[env_id], batch_size, seed=seed, **kwargs),
+    return PixelBatch(make_batch(symbolic_id, batch_size, seed=rng, **kwargs),
                       shared_renderer(engine=engine, cache_dir=cache_dir))
-
-
-for _pid, _sid in PIXEL_IDS.items():
-    gymnasium.register(id=_pid, entry_point="causalplay.envs.pixels:PixelBlicketEnv", kwargs={"symbolic_id": _sid})

@@ -287,7 +287,7 @@ def test_eig_and_planner_solve_ivre(one_thread):
 
 
 def test_unknown_agent():
-    with pytest.raises(ValueError, match="unknown agent"):
+    with pytest.raises(ValueError, match="unknown blicket agent"):
         make_agent("oracle-cheat")
 
 
@@ -307,7 +307,7 @@ def test_agent_specs_with_options():
 
     assert parse_agent_spec("planner:depth=2:beam=4") == ("planner", {"depth": 2, "beam": 4})
     assert make_agent("planner:depth=2", seed=1).depth == 2
-    with pytest.raises(ValueError, match="unknown agent 'plannr'"):
+    with pytest.raises(ValueError, match="unknown blicket agent 'plannr'"):
         parse_agent_spec("plannr:depth=2")
     with pytest.raises(ValueError, match="must look like key=value"):
         parse_agent_spec("planner:depth")

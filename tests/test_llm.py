@@ -84,7 +84,7 @@ def test_agent_spec_grammar_bare_strings_and_quoted_values():
     ("llm:model=a b", "bare value 'a b' may not contain quotes or spaces"),
     ("llm:model='a'b", "is not a valid Python literal"),
     ("llm:=x", "must look like key=value"),
-    ("lm:model=x", "unknown agent 'lm'"),
+    ("lm:model=x", "unknown blicket agent 'lm'"),
 ])
 def test_agent_spec_grammar_bad_input(spec, match):
     with pytest.raises(ValueError, match=match):

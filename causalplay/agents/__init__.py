@@ -37,6 +37,7 @@ name                     trials / belief                                        
 
 from __future__ import annotations
 
+from causalplay.core.plugins import AGENT_GROUP, Plugin, plugins
 from causalplay.core.specs import Spec, parse_spec, split_specs
 
 from .base import Agent, MemoryAgent, TaskInfo, map_side_belief
@@ -59,7 +60,8 @@ from .pixels import EIGPixelsAgent
 from .rl import RLAgent
 from .transfer import TransferEIGAgent
 
-__all__ = ["AGENTS", "REGISTRIES", "make_agent", "parse_agent_spec", "split_agent_specs", "agent_label", "Agent",
+__all__ = ["AGENTS", "NEXIOM_AGENTS", "PHYSICS_AGENTS", "DAG_AGENTS", "agent_registry", "agent_plugins", "agent_class",
+           "make_agent", "parse_agent_spec", "split_agent_specs", "agent_label", "Agent",
            "MemoryAgent", "TaskInfo", "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent",
            "RandomAgent", "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent",
            "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent",
@@ -74,19 +76,58 @@ AGENTS: dict[str, type[Agent]] = {
                 NotearsAgent, EIGAgent, PlannerAgent, TransferEIGAgent, LLMAgent, RLAgent, EIGPixelsAgent)
 }
 
-#: family -> its agents (Blicket tasks and the Overhypothesis sequences share one registry).
-REGISTRIES: dict[str, dict[str, type[Agent]]] = {
-    "blicket": AGENTS, "sequence": AGENTS, "dag": DAG_AGENTS, "nexiom": {NexiomEIGAgent.name: NexiomEIGAgent},
-    "physics": {c.name: c for c in (RandAgent, MemAgent, MemOAgent, DqnAgent, DqnOAgent, SsupAgent)}}
+#: The Nexiom family's agents and the physics puzzles' (the causal-DAG agents': :data:`DAG_AGENTS`).
+NEXIOM_AGENTS: dict[str, type[Agent]] = {NexiomEIGAgent.name: NexiomEIGAgent}
+PHYSICS_AGENTS: dict[str, type[Agent]] = {c.name: c for c in (RandAgent, MemAgent, MemOAgent, DqnAgent, DqnOAgent,
+                                                              SsupAgent)}
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
 PAPER_AGENTS = ("random", "bayes", "naive", "search-random", "search-naive", "notears")
 
 
-def _registry(family: str) -> dict[str, type[Agent]]:
-    if family not in REGISTRIES:
-        raise ValueError(f"unknown task family {family!r}; expected one of {list(REGISTRIES)}")
-    return REGISTRIES[family]
+def agent_registry(family: str = "blicket") -> dict[str, type[Agent] | str]:
+    """A task family's own agents, name -> class (or ``module:Class``, imported when used): the registry its
+    :class:`~causalplay.envs.families.TaskFamily` names. Plug-in agents are not in it (:func:`agent_plugins`)."""
+    from causalplay.core.plugins import load_object
+    from causalplay.envs.families import get_family
+
+    reg = get_family(family).agents
+    return dict(load_object(reg) if isinstance(reg, str) else reg)
+
+
+def agent_plugins() -> dict[str, Plugin]:
+    """The agents installed by other distributions (entry-point group ``causalplay.agents``; not imported yet)."""
+    return plugins(AGENT_GROUP)
+
+
+def _known(family: str) -> dict[str, type[Agent] | str | Plugin]:
+    """Every agent name ``family`` accepts: its own registry's, then plug-ins' (a built-in name wins)."""
+    return {**agent_plugins(), **agent_registry(family)}
+
+
+def agent_class(name: str, family: str = "blicket") -> type[Agent]:
+    """The class of agent ``name`` in ``family`` (a plug-in's is imported now).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not an agent of ``family``, or a plug-in agent's class says it plays other families.
+    causalplay.core.plugins.PluginError
+        A plug-in agent failed to import (the message names its distribution).
+    """
+    from causalplay.core.plugins import load_object
+
+    known = _known(family)
+    if name not in known:
+        raise ValueError(f"unknown {family} agent {name!r}; expected one of {list(known)}")
+    ref = known[name]
+    if isinstance(ref, Plugin):
+        cls = ref.load()
+        fams = getattr(cls, "families", None)
+        if fams is not None and family not in fams:
+            raise ValueError(f"agent {name!r} from {ref.source} plays the task families {list(fams)}, not {family!r}")
+        return cls
+    return load_object(ref) if isinstance(ref, str) else ref
 
 
 def split_agent_specs(text: str) -> list[str]:
@@ -103,8 +144,7 @@ def parse_agent_spec(spec: str | Spec, family: str = "blicket") -> tuple[str, di
     >>> parse_agent_spec("planner:depth=2:beam=4")
     ('planner', {'beam': 4, 'depth': 2})
     """
-    what = "agent" if family in ("blicket", "sequence") else f"{family} agent"
-    s = parse_spec(spec, _registry(family), what)
+    s = parse_spec(spec, _known(family), f"{family} agent")
     return s.name, s.kwargs
 
 
@@ -125,6 +165,6 @@ def agent_label(spec: str, family: str = "blicket") -> str:
 
 def make_agent(name: str | Spec, seed: int = 0, family: str = "blicket", **kwargs) -> Agent:
     """Build an agent by name or spec (``"planner:depth=2"``; :func:`causalplay.core.specs.parse_spec`) from the
-    registry of a task family (:data:`REGISTRIES`)."""
+    registry of a task family (:func:`agent_registry`) or from a plug-in (:func:`agent_plugins`)."""
     base, opts = parse_agent_spec(name, family)
-    return _registry(family)[base](seed=seed, **{**opts, **kwargs})
+    return agent_class(base, family)(seed=seed, **{**opts, **kwargs})

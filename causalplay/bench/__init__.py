@@ -21,10 +21,10 @@ from causalplay.core.metrics import (
 
 from .executors import EXECUTORS, SerialExecutor, make_executor
 from .play import play
-from .runner import FAMILIES, family_of, run_benchmark, run_episodes, run_shard, summarise, table, write_results
+from .runner import families, family_of, run_benchmark, run_episodes, run_shard, summarise, table, write_results
 from .shards import RunLock, RunLocked, Shard, ShardError
 
-__all__ = ["play", "run_benchmark", "run_episodes", "run_shard", "summarise", "table", "write_results", "FAMILIES",
+__all__ = ["play", "run_benchmark", "run_episodes", "run_shard", "summarise", "table", "write_results", "families",
            "family_of", "SerialExecutor", "make_executor", "EXECUTORS", "Shard", "ShardError", "RunLock",
            "RunLocked", "auccess", "success_curve", "wilcoxon", "mean_ci", "wilson_ci", "ratio_ci", "stable_unit",
            "assign_split", "template_folds"]

@@ -11,7 +11,7 @@ import pandas as pd
 
 from causalplay.agents import make_agent
 from causalplay.core.metrics import assign_split, auccess, auccess_weights, mean_ci
-from causalplay.envs import ENV_IDS, make_batch
+from causalplay.envs import make_batch
 from causalplay.envs.pixels import PIXEL_IDS
 
 from .family import Family, build_agent
@@ -49,13 +49,14 @@ class BlicketFamily(Family):
     """Context panels then trials: context / episode accuracy and reward (IVRE Table 2) and AUCCESS over the
     trial steps; means with 95 % CIs over seeds (over episodes when there is one seed)."""
 
-    name = "blicket"
     columns = EPISODE_COLUMNS
+    paired_column = "episode_reward"
     display = {"context_acc": "context Acc %", "context_reward": "context R", "episode_acc": "episode Acc %",
                "episode_reward": "episode R", "auccess": "AUCCESS %"}
 
-    def owns(self, env_id: str) -> bool:
-        return (env_id in ENV_IDS and env_id != "causalplay/Nexiom-v0") or env_id in PIXEL_IDS
+    def check_agent(self, env_id: str, agent: str) -> None:
+        """A symbolic agent on a pixel env (or the reverse) is refused here, not in a worker."""
+        check_pairing(env_id, agent, env_id in PIXEL_IDS)
 
     def check_env(self, env_id: str, env_kwargs: dict | None = None) -> None:
         b = make_batch(env_id, 1, seed=0, **(env_kwargs or {}))

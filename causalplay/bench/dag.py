@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from causalplay.core.metrics import ratio_ci
-from causalplay.envs import DAG_ENV_IDS, make_batch
+from causalplay.envs import make_batch
 
 from .family import Family, build_agent, ci_columns
 from .play import play
@@ -34,14 +34,10 @@ class DAGFamily(Family):
     """Five interventions then a goal-phase action; reward as a fraction of optimal and match with the optimal
     action, on train and test structures, nonlinear and linear (the four variants of every DAG id)."""
 
-    name = "dag"
     columns = ("env", "agent", "seed", "episode", "split", "linear", *_COLUMNS, "seconds")
     shard_size = 500
     display = {"reward_pct_optimal": "reward % of optimal", "reward_ratio_optimal": "reward ratio (paper) %",
                "match_optimal": "match %"}
-
-    def owns(self, env_id: str) -> bool:
-        return env_id in DAG_ENV_IDS
 
     def variants(self, env_id: str) -> list:
         return [(("linear", lin), ("split", split)) for lin in (False, True) for split in ("train", "test")]

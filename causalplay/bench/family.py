@@ -1,4 +1,7 @@
-"""A task family: what the one runner needs to know to benchmark one kind of task.
+"""A task family's scorer: what the one runner needs to know to benchmark one kind of task.
+
+Each :class:`causalplay.envs.families.TaskFamily` names its scorer class (``TaskFamily.scorer``); the runner builds
+it once with the family (:func:`scorer`).
 
 The runner (:mod:`.runner`) cuts every (env, variant, agent, seed) into shards and hands each to a worker; the worker
 calls :meth:`Family.episodes`, which builds the batched task, builds the agent once, plays it with
@@ -11,15 +14,17 @@ sequences), :mod:`.nexiom` (the human task), :mod:`.dag` (causal-DAG worlds, rew
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pandas as pd
 
 from causalplay.agents import make_agent
 from causalplay.core.metrics import mean_ci
+from causalplay.core.plugins import load_object
+from causalplay.envs.families import TaskFamily
 
-__all__ = ["Family", "Variant", "build_agent", "ci_columns"]
+__all__ = ["Family", "Variant", "build_agent", "ci_columns", "scorer"]
 
 #: A variant of an env: the env options a family sweeps within one id (e.g. the DAG worlds' split and linearity),
 #: as sorted ``(key, value)`` pairs -- part of every shard's identity.
@@ -51,20 +56,51 @@ def ci_columns(rec: dict, g: pd.DataFrame, cols: dict[str, str], level: float = 
     return rec
 
 
-class Family:
-    """Base class; subclasses set :attr:`name` and :attr:`columns` and implement the abstract methods."""
+@cache
+def scorer(family: TaskFamily) -> Family:
+    """The scorer of ``family`` (its ``scorer`` class built with it; one per family and process)."""
+    cls = load_object(family.scorer)
+    if not (isinstance(cls, type) and issubclass(cls, Family)):
+        raise TypeError(f"task family {family.name!r} ({family.source}): scorer {family.scorer!r} is not a "
+                        "causalplay.bench.family.Family subclass")
+    return cls(family)
 
-    #: the agent registry (``causalplay.agents.REGISTRIES``) and the family's name in tables
-    name = "family"
+
+class Family:
+    """Base class of the scorers; subclasses set :attr:`columns` and implement the abstract methods.
+
+    Parameters
+    ----------
+    family : TaskFamily, optional
+        The family this scores (:attr:`name` is its name: the agent registry and the tables' label); default the
+        registered family whose ``scorer`` names this class.
+    """
+
     #: the columns every record of this family starts with (the shard check), ``env, agent, seed, ...``
     columns: tuple[str, ...] = ()
     #: default episodes per shard
     shard_size = 2000
     #: the table's value columns: name -> header (each printed as ``mean ± CI``)
     display: dict[str, str] = {}
+    #: a per-episode record column the CLI compares between two agents on the same episodes (``--compare``), or
+    #: None; the records then have one row per (seed, episode) and agent
+    paired_column: str | None = None
 
-    def owns(self, env_id: str) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def __init__(self, family: TaskFamily | None = None):
+        if family is None:
+            from causalplay.envs.families import families
+
+            ref = f"{type(self).__module__}:{type(self).__qualname__}"
+            family = next((f for f in families(load_plugins=False) if f.scorer == ref), None)
+            if family is None:
+                raise TypeError(f"no registered task family has the scorer {ref}; pass the TaskFamily")
+        self.family, self.name = family, family.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def check_agent(self, env_id: str, agent: str) -> None:
+        """``ValueError`` if the agent spec cannot play ``env_id`` (checked by the CLI before any work starts)."""
 
     def variants(self, env_id: str) -> list[Variant]:
         """The env options this family sweeps for ``env_id`` (one empty variant: none)."""

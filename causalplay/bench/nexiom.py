@@ -28,12 +28,8 @@ class NexiomFamily(Family):
     """Free testing then one answer: blickets correct, rule correct and tests used, per rule (95 % CIs over
     episodes)."""
 
-    name = "nexiom"
     columns = ("env", "agent", "seed", "episode", *_SCORES, "seconds")
     display = {"blickets_correct": "blickets correct %", "rule_correct": "rule correct %", "n_tests": "tests"}
-
-    def owns(self, env_id: str) -> bool:
-        return env_id == "causalplay/Nexiom-v0"
 
     def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):
         t0 = time.perf_counter()

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from causalplay.core.metrics import auccess, stable_unit, success_curve
-from causalplay.envs import PHYSICS_IDS
 from causalplay.envs.physics import BUDGET, PhysicsBatch
 from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, folds, get_task, task_keys
 
@@ -47,17 +46,11 @@ def fold_tasks(tier: str, fold: int, setting: str, templates=None,
 class PhysicsFamily(Family):
     """PHYRE's protocol on our templates: AUCCESS and success@10 per (tier, setting, agent), mean ± SD over folds."""
 
-    name = "physics"
     columns = ("env", "agent", "seed", "episode", "fold", "setting", "key", "template", "solved_at", "attempts",
                "invalid", "seconds", "train_seconds")
     #: a variant's test tasks in one shard: an online agent learns across all the tasks of a fold it plays
     shard_size = 10_000
-    #: test tasks per fold and setting when the CLI is not told (each is up to 100 simulated attempts)
-    default_episodes = 8
     display = {"auccess": "AUCCESS %", "success10": "success@10 %"}
-
-    def owns(self, env_id: str) -> bool:
-        return env_id in PHYSICS_IDS
 
     def variants(self, env_id: str) -> list:
         return [(("fold", f), ("setting", s)) for f in range(10) for s in ("within", "cross")]

@@ -2,7 +2,8 @@
 
 Workers run :func:`run_shard` and return records; :func:`run_benchmark` (the driver) validates and writes them
 (:mod:`.shards`). Which family an env id belongs to -- and so how its episodes are played, recorded and scored --
-is :func:`family_of`'s answer (:data:`FAMILIES`). Executors come from the registry in :mod:`.executors`.
+is :func:`family_of`'s answer: the scorer of the :class:`~causalplay.envs.families.TaskFamily` that registers the
+id (built-in, or a plug-in's, which every worker resolves the same way). Executors come from :mod:`.executors`.
 """
 
 from __future__ import annotations
@@ -23,32 +24,26 @@ from tqdm.auto import tqdm
 from causalplay.agents import agent_label
 from causalplay.core._futures import POLL_SECONDS
 from causalplay.core._version import __version__
-from causalplay.envs import DAG_ENV_IDS, ENV_IDS, PHYSICS_IDS, SEQUENCE_IDS
+from causalplay.envs import families as _families
 
-from .blicket import EPISODE_COLUMNS, BlicketFamily, check_pairing
-from .dag import DAGFamily
+from .blicket import EPISODE_COLUMNS, check_pairing
 from .executors import SerialExecutor, abort, make_executor
-from .family import Family
-from .nexiom import NexiomFamily
-from .physics import PhysicsFamily
-from .sequences import SequenceFamily
+from .family import Family, scorer
 from .shards import RunLock, RunLocked, Shard, ShardError, atomic_write, check_shard, read_shard, write_shard
 
-__all__ = ["FAMILIES", "family_of", "run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env",
+__all__ = ["families", "family_of", "run_episodes", "run_shard", "run_benchmark", "plan_shards", "check_env",
            "check_pairing", "SerialExecutor", "make_executor", "summarise", "table", "write_results", "Shard",
            "ShardError", "RunLocked", "EPISODE_COLUMNS"]
 
-#: Every task family the runner knows, in the order their tables print.
-FAMILIES: tuple[Family, ...] = (BlicketFamily(), SequenceFamily(), NexiomFamily(), DAGFamily(), PhysicsFamily())
+def families() -> tuple[Family, ...]:
+    """The scorer of every registered task family (installed plug-ins included), in the order their tables print."""
+    return tuple(scorer(f) for f in _families.families())
 
 
 def family_of(env_id: str) -> Family:
-    """The family that benchmarks ``env_id``; ``ValueError`` naming the id and the known ones otherwise."""
-    for fam in FAMILIES:
-        if fam.owns(env_id):
-            return fam
-    raise ValueError(f"unknown environment id {env_id!r}; expected one of "
-                     f"{ENV_IDS + SEQUENCE_IDS + DAG_ENV_IDS + PHYSICS_IDS} or a pixel id")
+    """The scorer of the family that registers ``env_id`` (:func:`causalplay.envs.families.family_of`);
+    ``ValueError`` naming the id and the known ones otherwise."""
+    return scorer(_families.family_of(env_id))
 
 
 def run_episodes(env_id: str, agent_name: str, n_episodes: int, seed: int, shard: int = 0, start: int = 0,

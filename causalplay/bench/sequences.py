@@ -19,7 +19,6 @@ import pandas as pd
 
 from causalplay.agents import Agent, make_agent
 from causalplay.core.metrics import wilson_ci
-from causalplay.envs import SEQUENCE_IDS
 
 from .family import Family, build_agent
 from .play import play
@@ -49,13 +48,9 @@ class SequenceFamily(Family):
     """Sequences of machines sharing a rule; per-machine trials to solve, solve rate and reward (95 % CIs over
     sequences), in both variants (``rule_per``: the task and the control)."""
 
-    name = "sequence"
     columns = ("env", "agent", "seed", "episode", "machine", "rule_per", *_SCORES, "seconds")
     shard_size = 500
     display = {"trials_to_solve": "trials to solve", "solved": "solved %", "episode_reward": "episode R"}
-
-    def owns(self, env_id: str) -> bool:
-        return env_id in SEQUENCE_IDS
 
     def variants(self, env_id: str) -> list:
         return [(("rule_per", "sequence"),), (("rule_per", "episode"),)]

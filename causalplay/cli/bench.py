@@ -17,13 +17,7 @@ import typer
 
 from .config import usage_errors
 
-__all__ = ["bench", "check_agent_spec"]
-
-#: Each family's agents when ``--agents`` is not given (NOTEARS only when named: one structure fit per step).
-DEFAULT_AGENTS = {"blicket": "random,bayes,naive,search-random,search-naive,eig,planner",
-                  "sequence": "eig-transfer:transfer=False,eig-transfer", "nexiom": "eig",
-                  "dag": "expert,random,value,change,total-corr,partial-corr,bayes",
-                  "physics": "rand,mem,mem-o,dqn,dqn-o,ssup"}
+__all__ = ["bench", "check_agent_spec", "list_agents"]
 
 
 def _merge(option: str, items: list[str]) -> list[str]:
@@ -44,10 +38,10 @@ def check_agent_spec(spec: str, family: str = "blicket") -> None:
     Unknown options are listed with the accepted ones (from the agent's constructor); values are checked by
     building the agent once.
     """
-    from causalplay.agents import REGISTRIES, make_agent, parse_agent_spec
+    from causalplay.agents import agent_class, make_agent, parse_agent_spec
 
     name, kwargs = parse_agent_spec(spec, family)
-    params = inspect.signature(REGISTRIES[family][name].__init__).parameters
+    params = inspect.signature(agent_class(name, family).__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         accepted = [k for k in params if k not in ("self", "seed")]
         unknown = [k for k in kwargs if k not in accepted]
@@ -58,6 +52,42 @@ def check_agent_spec(spec: str, family: str = "blicket") -> None:
         make_agent(spec, seed=0, family=family)
     except (TypeError, ValueError, ImportError) as err:
         raise ValueError(f"{spec!r}: {err}") from None
+
+
+def list_agents() -> str:
+    """Every task family with its env ids and agents, and the plug-in agents, each with where it comes from (the
+    text of ``causalplay bench --list-agents``). Plug-ins are listed from their distributions' metadata; a plug-in
+    family is imported to read its ids and agents."""
+    from causalplay.agents import agent_plugins, agent_registry
+    from causalplay.envs.families import families
+
+    def where(ref) -> str:
+        if isinstance(ref, str):
+            return ref
+        return f"{ref.__module__}:{ref.__qualname__}"
+
+    lines = []
+    for fam in families():
+        lines.append(f"family {fam.name} ({fam.source}): {', '.join(fam.ids)}")
+        own = agent_registry(fam.name)
+        for name, ref in own.items():
+            default = " [default]" if name in {d.split(":")[0] for d in fam.default_agents} else ""
+            lines.append(f"  {name:<22} {where(ref)}{default}")
+    plugs = agent_plugins()
+    lines.append("plug-in agents (entry-point group causalplay.agents; every family unless the class names its "
+                 "families):" if plugs else "plug-in agents (entry-point group causalplay.agents): none installed")
+    for p in plugs.values():
+        lines.append(f"  {p.name:<22} {p.source}")
+    return "\n".join(lines)
+
+
+def _list_cb(value: bool) -> bool:
+    if value:
+        with usage_errors("'--list-agents'", (ValueError, ImportError)):
+            text = list_agents()
+        typer.echo(text)
+        raise typer.Exit()
+    return value
 
 
 def _envs_cb(value: str) -> str:
@@ -190,6 +220,9 @@ def bench(
     folds: Annotated[str, typer.Option(
         help="Only these folds (0-9 or 0,3,5) of envs whose variants are folds (the physics ids); default all.",
         callback=_folds_cb)] = "",
+    list_agents_: Annotated[bool, typer.Option(
+        "--list-agents", is_eager=True, callback=_list_cb,
+        help="List every task family's env ids and agents, and the installed plug-ins, then exit.")] = False,
 ) -> None:
     """Run the benchmark and print each family's scores (mean ± 95% CI over seeds, or over episodes; physics: ± SD
     over folds)."""
@@ -197,7 +230,6 @@ def bench(
     from rich.console import Console
 
     from causalplay.agents import agent_label, split_agent_specs
-    from causalplay.bench.blicket import check_pairing
     from causalplay.bench.executors import check_executor
     from causalplay.bench.runner import family_of, run_benchmark, summarise, write_results
     from causalplay.bench.shards import RunLocked, atomic_write
@@ -205,9 +237,9 @@ def bench(
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
     fams = {e: family_of(e) for e in env_ids}
-    with usage_errors("'--agents'", (ValueError, FileNotFoundError)):
+    with usage_errors("'--agents'", (ValueError, FileNotFoundError, ImportError)):  # ImportError: a plug-in's
         given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
-        per_env = {e: given or split_agent_specs(DEFAULT_AGENTS[fam.name]) for e, fam in fams.items()}
+        per_env = {e: given or list(fam.family.default_agents) for e, fam in fams.items()}
         rows: dict[tuple, str] = {}
         for e, fam in fams.items():
             for a in per_env[e]:
@@ -222,15 +254,12 @@ def bench(
     except ValueError as err:
         hint = "'--address'" if "address" in str(err) else "'--workers'" if "workers" in str(err) else None
         raise typer.BadParameter(str(err), param_hint=hint or "'--executor'") from None
-    from causalplay.envs.pixels import PIXEL_IDS
-
-    with usage_errors("'--agents'"):  # a symbolic agent on a pixel env (or the reverse) fails here, not in a worker
+    with usage_errors("'--agents'"):  # e.g. a symbolic agent on a pixel env fails here, not in a worker
         for e, fam in fams.items():
             for a in per_env[e]:
-                if fam.name == "blicket":
-                    check_pairing(e, a, e in PIXEL_IDS)
+                fam.check_agent(e, a)
     if episodes is None:  # each family's default; one number for the run
-        defaults = {getattr(f, "default_episodes", 1000) for f in fams.values()}
+        defaults = {f.family.default_episodes for f in fams.values()}
         if len(defaults) > 1:
             raise typer.BadParameter(f"these envs' families play {sorted(defaults)} episodes by default; give one "
                                      "number for all", param_hint="'--episodes'")
@@ -266,11 +295,8 @@ def bench(
         tab = fam.table(summarise(g))
         tables.append(tab)
         fam.plots(g, out)
-        ci = ("95% CI over seeds" if fam.name == "blicket" and seeds > 1 else "SD over folds" if fam.name == "physics"
-              else "95% CI over episodes")
-        _print_tables(tab, fam, console, f" (mean ± {ci}; {seeds} seed(s))")
+        _print_tables(tab, fam, console, f" (mean ± {fam.family.spread_label(seeds)}; {seeds} seed(s))")
     atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
-    blicket = df[df["env"].map(lambda e: fams[e].name == "blicket")]
     for r in results:  # language-model agents: unparsed answers, tokens
         if "parse_failure_rate" in r and r["parse_failure_rate"] == r["parse_failure_rate"]:  # (not NaN)
             console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
@@ -280,13 +306,15 @@ def bench(
     if show_dialogue > 0:
         from causalplay.bench.dialogues import print_dialogues
 
-        print_dialogues(Path(out), blicket, show_dialogue, console)
-    pair = [agent_label(a) for a in split_agent_specs(compare)] if len(blicket) else []
-    if len(pair) == 2 and all(p in set(blicket["agent"]) for p in pair):
-        for e, g in blicket.groupby("env", sort=False):  # every agent met the same episodes: a paired comparison
-            x, y = (g[g["agent"] == p].sort_values(["seed", "episode"])["episode_reward"].to_numpy() for p in pair)
-            if len(x) == len(y) and len(x) > 1:
-                m, h = mean_ci((x - y).tolist())
-                console.print(f"{e}: episode R of {pair[0]} minus {pair[1]} on the same {len(x)} episodes: "
-                              f"{m:+.3f} ± {h:.3f} (95% CI)")
+        print_dialogues(Path(out), df, show_dialogue, console)
+    for e, g in df.groupby("env", sort=False):  # every agent met the same episodes: a paired comparison
+        col = fams[e].paired_column
+        pair = [agent_label(a, fams[e].name) for a in split_agent_specs(compare)] if col else []
+        if len(pair) != 2 or not all(p in set(g["agent"]) for p in pair):
+            continue
+        x, y = (g[g["agent"] == p].sort_values(["seed", "episode"])[col].to_numpy() for p in pair)
+        if len(x) == len(y) and len(x) > 1:
+            m, h = mean_ci((x - y).tolist())
+            console.print(f"{e}: {fams[e].display.get(col, col)} of {pair[0]} minus {pair[1]} on the same {len(x)} "
+                          f"episodes: {m:+.3f} ± {h:.3f} (95% CI)")
     console.print(f"wall time {wall:.1f} s; results in {out}/results.json, episodes.csv, table.csv, *.png")
