@@ -69,7 +69,40 @@ class TaskInfo:
 
 
 class Agent:
-    """Base class. Subclasses set ``name`` and implement :meth:`reset` and :meth:`act`."""
+    """The agent protocol. Subclasses set :attr:`name` and implement :meth:`act` (and :meth:`reset` when they keep
+    per-episode state; call ``super().reset`` first).
+
+    An agent plays ``B`` episodes of one batched task at once; :func:`causalplay.bench.play.play` is the loop::
+
+        agent.reset(TaskInfo.from_env(task), obs)      # once per batch, before the first act
+        while not task.done.all():
+            obs, reward, terminated, truncated = task.step(agent.act(obs, ~task.done))
+
+    * ``__init__(seed=0, **options)``: ``options`` are the spec's ``key=value`` pairs (``planner:depth=2`` gives
+      ``depth=2``); ``causalplay bench`` checks them against this signature before any work starts. The benchmark
+      builds an agent once per worker and calls :meth:`reseed` per shard.
+    * :meth:`reset` gets what the task's instructions tell every player (:class:`TaskInfo`, never the episodes'
+      ground truth) and the first observation of every row.
+    * :meth:`act` is called once per step for the whole batch until every row's episode has ended. ``active``
+      (bool ``[B]``) marks the rows still playing; an inactive row's episode has ended (solved, answered or out of
+      steps), the task ignores its action and rewards it 0, so the agent returns any valid action there (zeros
+      will do) and need not update that row's state; a row never becomes active again within a batch.
+    * The action is one row per episode, all ``B`` rows, in the task's action layout: Blicket tasks (IVRE, EST,
+      Overhypothesis) float ``[B, 2N]`` in [0, 1], the first ``N`` the trial (object ``i`` goes on the machine
+      when its value is above 0.5; ignored while context panels are shown), the last ``N`` the belief that each
+      object is a blicket (solved when every belief is within 0.5 of the truth); Nexiom ``[B, 2N + 2]``: trial,
+      belief, "answer now" (> 0.5), P(conjunctive); causal-DAG worlds long ``[B]`` action indices below ``2n``;
+      physics puzzles the array their task documents.
+    * Class attributes the runner reads: ``name`` (the registry key), ``families`` (optional: the task families
+      the agent plays; a plug-in agent without it is offered to every family), ``uses_oracle`` (True: the task is
+      handed over as ``agent.oracle``, for experts that know the truth), ``obs_mode`` (an observation mode the
+      task should use, e.g. ``"history"``).
+
+    Another distribution adds an agent through an entry point (:mod:`causalplay.core.plugins`)::
+
+        [project.entry-points."causalplay.agents"]
+        my-agent = "my_pkg.agents:MyAgent"
+    """
 
     name = "agent"
 
@@ -83,11 +116,29 @@ class Agent:
         self.gen = torch.Generator().manual_seed(int(seed))
 
     def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+        """Start a batch of episodes: ``task`` describes them (objects, horizon, rules, observation layout), ``obs``
+        is the first observation of every row, ``[B, obs_size]``. Subclasses call this first, then set up their own
+        per-episode state."""
         self.task = task
         self.B = obs.shape[0]
         self.t = 0
 
     def act(self, obs: torch.Tensor, active: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        """The next action of every row.
+
+        Parameters
+        ----------
+        obs : Tensor [B, obs_size]
+            The current observation of each row, laid out as ``self.task.obs_layout`` says.
+        active : Tensor [B] bool
+            Rows whose episode is still running; the task ignores the actions of the others.
+
+        Returns
+        -------
+        Tensor [B, action_size]
+            One action per row (for the Blicket tasks ``[trial (N), belief (N)]`` in [0, 1]). Called once per
+            step by the play loop (:func:`causalplay.bench.play.play`) until every row's episode has ended.
+        """
         raise NotImplementedError
 
     # -- helpers -------------------------------------------------------------------------------------------
