@@ -228,3 +228,33 @@ def test_causal_dag_optimal_action_ties_to_the_lowest_action(monkeypatch):
     monkeypatch.setattr(env, "_sample", planted)
     env.reset()
     assert env.optimal_action.tolist() == [1] * 4
+
+
+def test_nexiom_eig_agent_tie_goes_to_the_lowest_code(monkeypatch):
+    from causalplay.agents import TaskInfo, bayesian
+    from causalplay.envs import make_batch
+
+    env = make_batch("causalplay/Nexiom-v0", 2, seed=0)
+    obs = env.reset()
+    agent = bayesian.NexiomEIGAgent(seed=0)
+    agent.reset(TaskInfo.from_env(env), obs)
+    D = agent.cand.shape[0]
+    planted = torch.zeros(2, D, dtype=torch.float64)
+    planted[:, 1], planted[:, 4] = 0.6, 0.6 + ULP64  # two trials tie; the later is nudged up
+    monkeypatch.setattr(bayesian, "eig_bits", lambda *a, **k: planted)
+    out = agent.act(obs, torch.ones(2, dtype=torch.bool))
+    assert out[:, :agent.task.n_objects].tolist() == [agent.cand[1].tolist()] * 2
+
+
+def test_dag_regression_agents_tie_to_the_lowest_variable():
+    from causalplay.agents.dag import TotalCorrAgent
+
+    class Fake:
+        def _candidates(self):
+            return torch.ones(1, 4, dtype=torch.bool)
+
+        def _intervention(self, var, positive):
+            return var
+
+    slope = torch.tensor([[0.1, -0.5, 0.5 + ULP64, 0.2]], dtype=torch.float64)
+    assert TotalCorrAgent._choose(Fake(), slope).tolist() == [1]  # |slope| ties between 1 and 2
