@@ -201,8 +201,6 @@ def test_run_benchmark_resumes_and_summarises(tmp_path):
     assert {r["agent"] for r in rows} == {"random", "eig"} and len(rows) == 4
     assert set(rows[0]) >= {"env", "agent", "seed", "episodes", "context_acc", "context_reward", "episode_acc",
                             "episode_reward", "auccess"}
-    with pytest.warns(DeprecationWarning, match="horizons"):
-        assert summarise(df, {"causalplay/IVRE-v0": (1, 4)}) == rows  # the old argument: ignored, said so
 
 
 def test_cli_bench(tmp_path):

@@ -65,14 +65,12 @@ def test_svi_sigmoid_learns_bias():
 
 
 def test_infer_svi_method_and_errors():
-    # the deprecated option names keep working, with a DeprecationWarning
-    with pytest.warns(DeprecationWarning, match=r"SVIOptions\(num_steps=..., num_particles=...\) is deprecated; "
-                      r"use steps=..., particles=...$"):
-        b = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
-                             svi_options=dict(num_steps=400, num_particles=32, lr=0.1))
-    new = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
-                           svi_options=dict(steps=400, particles=32, lr=0.1))
-    np.testing.assert_array_equal(new.blicket_prob, b.blicket_prob)  # the same options under either name
+    # the names removed in 0.3.0 are unknown options now, named with the accepted ones
+    with pytest.raises(TypeError, match=r"unknown SVI option\(s\) \['num_particles', 'num_steps'\]; expected "
+                                        r"fields of SVIOptions \[.*'particles'.*'steps'.*\]"):
+        causalplay.infer([([0], True)], 3, method="svi", svi_options=dict(num_steps=400, num_particles=32))
+    b = causalplay.infer([([0, 1], True), ([0], True)], 3, rules="disjunctive", method="svi",
+                         svi_options=dict(steps=400, particles=32, lr=0.1))
     assert b.blicket_prob[0] > 0.9
     assert set(b.rule_prob) == {"disjunctive"} and b.to_frame().shape == (4, 3)
     assert b.eig([[1], [2]]).shape == (2,)

@@ -13,7 +13,6 @@ import os
 import socket
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from pathlib import Path
@@ -263,12 +262,8 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
     return df
 
 
-def summarise(df: pd.DataFrame, horizons: dict | None = None) -> list[dict]:
-    """The summary rows of a run's records, each env by its family's scorer (``horizons`` is deprecated and
-    ignored: each family knows its own)."""
-    if horizons is not None:
-        warnings.warn("summarise(horizons=...) is deprecated and ignored: each task family knows its horizons",
-                      DeprecationWarning, stacklevel=2)
+def summarise(df: pd.DataFrame) -> list[dict]:
+    """The summary rows of a run's records, each env by its family's scorer."""
     rows = []
     for env, g in df.groupby("env", sort=False):
         rows += family_of(env).summarise(g)

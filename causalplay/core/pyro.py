@@ -14,11 +14,10 @@ import math
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import InitVar, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
@@ -153,8 +152,6 @@ class SVIOptions:
         machine gives a contradicting sampled set log-likelihood -inf, which no gradient estimator survives).
     progress : bool or None
         A progress bar with the ELBO; ``None``: in interactive use (a terminal, Jupyter).
-    num_steps, num_particles :
-        Deprecated names of ``steps`` and ``particles``.
     """
 
     steps: int | None = None
@@ -165,23 +162,8 @@ class SVIOptions:
     seed: int | None = None
     noise_floor: float = 1e-3
     progress: bool | None = None
-    num_steps: InitVar[int | None] = None
-    num_particles: InitVar[int | None] = None
 
-    def __post_init__(self, num_steps, num_particles):
-        renamed = []
-        for old, new, value in (("num_steps", "steps", num_steps), ("num_particles", "particles", num_particles)):
-            if value is None:
-                continue
-            # validated under the name the caller used, so the message names what they wrote
-            value = V.integer(value, old, low=1)
-            if getattr(self, new) is not None:
-                raise TypeError(f"SVIOptions got both {new} and its deprecated name {old}; pass {new} only")
-            object.__setattr__(self, new, value)
-            renamed.append((old, new))
-        if renamed:
-            warnings.warn(f"SVIOptions({', '.join(o + '=...' for o, _ in renamed)}) is deprecated; use "
-                          f"{', '.join(n + '=...' for _, n in renamed)}", DeprecationWarning, stacklevel=3)
+    def __post_init__(self):
         for name in ("steps", "particles", "draws"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, V.integer(getattr(self, name), f"SVIOptions.{name}", low=1))
@@ -199,8 +181,8 @@ class SVIOptions:
 
     @classmethod
     def from_dict(cls, options) -> SVIOptions:
-        """From a dict of field names (deprecated names too), naming unknown keys."""
-        known = {f.name for f in fields(cls)} | {"num_steps", "num_particles"}
+        """From a dict of field names, naming unknown keys."""
+        known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise TypeError(f"unknown SVI option(s) {unknown}; expected fields of SVIOptions {sorted(known)}")

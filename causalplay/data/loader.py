@@ -14,7 +14,7 @@ learner's rounds in order, the input of :func:`causalplay.infer_overhypothesis`.
 Validation reports every bad cell as ``file, row (line number in the file, header = line 1), column, value:
 problem`` and raises :class:`DataValidationError` listing all of them; so are file-level problems (not UTF-8,
 a line with more or fewer fields than the header, an empty file, a missing column). A test whose outcome is
-impossible under the participant's stated true rule and blickets (decided with :mod:`causalplay.rules`) is
+impossible under the participant's stated true rule and blickets (decided with :mod:`causalplay.core.rules`) is
 **flagged**: ``tests["possible"]`` is False, the problem is listed in ``TrialData.flags`` and a warning is
 issued (``impossible="raise"`` makes it an error instead).
 """
