@@ -12,12 +12,14 @@
   demonstrations shown first, a told blicket count, a test budget;
 * :func:`predict`, :func:`utility` (:mod:`.predict`): first-choice probabilities per new participant, and the mutual
   information between the model identity and a participant's first ``K`` choices (adaptive design optimisation);
-* :func:`designs_of`, :func:`nexiom_designs` (:mod:`.data`): the designs in trial data and in the shipped study;
+* :func:`designs_of`, :func:`nexiom_designs`, :func:`design_space` (:mod:`.data`): the designs in trial data, in the
+  shipped study, and every design of a stated space;
 * :func:`score_trajectories` (:mod:`.trajectories`): any play of the task scored against the ideal learner.
 """
 
 from ..core.design import Design
-from .data import designs_of, nexiom_designs
+from .data import design_space, designs_of, nexiom_designs
 from .predict import Utility, population_draws, predict, utility
 
-__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "designs_of", "nexiom_designs"]
+__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "designs_of", "nexiom_designs",
+           "design_space"]

@@ -170,8 +170,9 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         feats.rule_prior, feats.transferred, feats.set_log_prior = rp_table, rp_mask, told
         with torch.no_grad():
             lp = cm.log_probs(feats, th)
-        choice = torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1)
-        choice = torch.where(budget <= t, S, choice)  # the budget is spent: stop
+        spent = budget <= t  # their budget is spent: they stop (no draw once everybody's is: same random stream)
+        choice = torch.full((P,), S) if bool(spent.all()) else torch.where(
+            spent, S, torch.multinomial(lp.exp(), 1, generator=gen).squeeze(-1))
         stop = active & (choice == S)
         if bool(stop.any()):  # the judgement of those who stop now, from what they know now (feats.final_ll)
             with torch.no_grad():
