@@ -31,7 +31,7 @@ Every Blicket id has a single env (``gymnasium.make``) and a native vector env (
 
 from __future__ import annotations
 
-from .families import BUILTIN_FAMILIES, DAG, NEXIOM, PHYSICS, PIXEL_IDS, SEQUENCE, family_of
+from .families import BUILTIN_FAMILIES, DAG, NEXIOM, PHYSICS, PIXEL_IDS, SEQUENCE, task_factory
 
 __all__ = ["ENV_IDS", "DAG_ENV_IDS", "SEQUENCE_IDS", "PHYSICS_IDS", "make_batch", "task_factory"]
 
@@ -47,14 +47,6 @@ SEQUENCE_IDS = SEQUENCE.ids
 PHYSICS_IDS = PHYSICS.ids
 #: The symbolic Blicket ids and Nexiom's (the pixel ids are :data:`causalplay.envs.pixels.PIXEL_IDS`).
 ENV_IDS = tuple(i for i in BUILTIN_FAMILIES[0].ids if i not in PIXEL_IDS) + NEXIOM.ids
-
-
-def task_factory(env_id: str, **kwargs):
-    """``(batch_size, rng) -> Task``: the one place a registered id becomes a batched Task (used by
-    :func:`make_batch`, the native vector envs and the SB3 vector env): the batch entry point its family registered
-    (:class:`causalplay.envs.families.EnvEntry`). ``rng`` is a numpy Generator, or one per row. ``kwargs`` override
-    the id's keyword arguments."""
-    return family_of(env_id).env(env_id).batch_factory(**kwargs)
 
 
 def make_batch(env_id: str, batch_size: int, seed=None, **kwargs):

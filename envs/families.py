@@ -23,7 +23,7 @@ from functools import partial
 from causalplay.core.plugins import FAMILY_GROUP, Plugin, PluginError, load_object, plugins
 
 __all__ = ["EnvEntry", "TaskFamily", "BUILTIN_FAMILIES", "PIXEL_IDS", "families", "get_family", "family_of",
-           "register_family", "family_plugins"]
+           "register_family", "family_plugins", "task_factory"]
 
 
 @dataclass(frozen=True)
@@ -207,10 +207,23 @@ _REGISTERED: dict[str, TaskFamily] = {}
 _PLUGINS_LOADED = False
 
 
-def _make_vec(num_envs: int = 1, *, env_id: str, **kwargs):
-    from .vector import make_vec
+def task_factory(env_id: str, **kwargs) -> Callable:
+    """``(batch_size, rng) -> Task``: the one place a registered id becomes a batched Task (used by
+    :func:`causalplay.envs.make_batch`, the native vector envs and the SB3 vector env): the batch entry point its
+    family registered (:class:`EnvEntry`). ``rng`` is a numpy Generator, or one per row. ``kwargs`` override the
+    id's keyword arguments."""
+    return family_of(env_id).env(env_id).batch_factory(**kwargs)
 
-    return make_vec(num_envs, env_id=env_id, **kwargs)
+
+def _make_vec(num_envs: int = 1, *, env_id: str, **kwargs):
+    """``gymnasium.make_vec(env_id, num_envs)`` of an id registered with ``vector=True``: one batched Task
+    (:func:`task_factory`) behind :class:`causalplay.envs.vector.TaskVectorEnv`, with the single env's spaces."""
+    import gymnasium
+
+    from .vector import TaskVectorEnv
+
+    single = gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+    return TaskVectorEnv(task_factory(env_id, **kwargs), num_envs, single.observation_space, single.action_space)
 
 
 def register_family(family: TaskFamily) -> TaskFamily:

@@ -34,7 +34,7 @@ class SB3VecEnv(VecEnv):
     def __init__(self, env_id: str, num_envs: int, **kwargs):
         import gymnasium as gym
 
-        from . import task_factory
+        from .families import task_factory
 
         self._factory = task_factory(env_id, **kwargs)  # Overhypothesis-v0: one SB3 episode is a sequence (meta-RL)
         single = gym.make(env_id, **kwargs).unwrapped

@@ -20,7 +20,7 @@ from gymnasium.vector.utils import batch_space
 
 from .task import Task, _numpy_obs, _positive_int, as_rows, validate_action
 
-__all__ = ["TaskVectorEnv", "make_vec"]
+__all__ = ["TaskVectorEnv"]
 
 
 class TaskVectorEnv(VectorEnv):
@@ -85,15 +85,3 @@ class TaskVectorEnv(VectorEnv):
         obs = task.reset(pending) if bool(pending.any()) else task.observation()
         self._autoreset = (terminated | truncated).numpy()
         return _numpy_obs(obs), reward.numpy(), terminated.numpy(), truncated.numpy(), {}
-
-
-# -- the registered ids -----------------------------------------------------------------------------------
-def make_vec(num_envs: int = 1, *, env_id: str, **kwargs) -> TaskVectorEnv:
-    """``gymnasium.make_vec(env_id, num_envs)`` of every registered id but the DAG ones: one batched Task
-    (:func:`causalplay.envs.task_factory`), with the single env's spaces."""
-    import gymnasium
-
-    from . import task_factory
-
-    single = gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
-    return TaskVectorEnv(task_factory(env_id, **kwargs), num_envs, single.observation_space, single.action_space)

@@ -109,11 +109,11 @@ class PhysicsFamily(Family):
     def plots(self, df: pd.DataFrame, out: str | Path) -> list[Path]:
         """``success_physics.png``: % of test tasks solved within k attempts (log scale), mean over folds ± 1 SD,
         a panel per env and setting."""
-        from .plots import _save, _subplots
+        from .plots import figure_axes, save_png
 
         k = np.arange(1, BUDGET + 1)
         groups = list(dict.fromkeys(zip(df["env"], df["setting"], strict=True)))  # in the run's order
-        fig, axes = _subplots(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
+        fig, axes = figure_axes(1, len(groups), figsize=(4 * len(groups), 3.4), squeeze=False)
         for ax, (env, setting) in zip(axes[0], groups, strict=True):
             for agent, g in df[(df["env"] == env) & (df["setting"] == setting)].groupby("agent", sort=False):
                 c = np.stack([100 * success_curve(f["solved_at"].to_numpy(), BUDGET) for _, f in g.groupby("fold")])
@@ -122,4 +122,4 @@ class PhysicsFamily(Family):
             ax.set(xscale="log", title=f"{tier_of(env)} {setting}", xlabel="attempts", ylim=(0, 100))
         axes[0, 0].set_ylabel("% tasks solved")
         axes[0, -1].legend(fontsize=7)
-        return [_save(fig, out, "success", "physics")]
+        return [save_png(fig, out, "success", "physics")]

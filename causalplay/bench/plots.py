@@ -8,10 +8,10 @@ import pandas as pd
 
 from .metrics import success_curve
 
-__all__ = ["plot_success", "plot_rewards"]
+__all__ = ["plot_success", "plot_rewards", "figure_axes", "save_png"]
 
 
-def _subplots(nrows: int = 1, ncols: int = 1, **kw):
+def figure_axes(nrows: int = 1, ncols: int = 1, **kw):
     """A figure and its axes, made without pyplot: no backend switched and no figure left open in the caller's
     session (plain ``Figure`` objects are freed with their last reference)."""
     from matplotlib.figure import Figure
@@ -20,7 +20,8 @@ def _subplots(nrows: int = 1, ncols: int = 1, **kw):
     return fig, fig.subplots(nrows, ncols, **kw)
 
 
-def _save(fig, out: str | Path, kind: str, env: str) -> Path:
+def save_png(fig, out: str | Path, kind: str, env: str) -> Path:
+    """``fig`` laid out and written to ``out/<kind>_<env with / as _>.png`` (110 dpi); the path."""
     fig.tight_layout()
     path = Path(out) / f"{kind}_{env.replace('/', '_')}.png"
     fig.savefig(path, dpi=110)
@@ -32,13 +33,13 @@ def plot_success(df: pd.DataFrame, horizons: dict[str, tuple[int, int]], out: st
     paths = []
     for env, g in df.groupby("env", sort=False):
         C, T = horizons[env]
-        fig, ax = _subplots(figsize=(6, 4))
+        fig, ax = figure_axes(figsize=(6, 4))
         for agent, ga in g.groupby("agent", sort=False):
             ax.plot(range(1, T + 1), 100 * success_curve(ga["solved_step"].to_numpy(), T), marker="o", label=agent)
         ax.axvline(C + 0.5, color="gray", ls="--", lw=1)
         ax.set(xlabel="step (action)", ylabel="% episodes solved", title=f"{env}: success vs step", ylim=(0, 101))
         ax.legend(fontsize=7)
-        paths.append(_save(fig, out, "success", env))
+        paths.append(save_png(fig, out, "success", env))
     return paths
 
 
@@ -47,9 +48,9 @@ def plot_rewards(df: pd.DataFrame, out: str | Path) -> list[Path]:
     paths = []
     for env, g in df.groupby("env", sort=False):
         agents = list(dict.fromkeys(g["agent"]))
-        fig, ax = _subplots(figsize=(max(6, len(agents)), 4))
+        fig, ax = figure_axes(figsize=(max(6, len(agents)), 4))
         ax.boxplot([g.loc[g["agent"] == a, "episode_reward"].to_numpy() for a in agents], showfliers=False)
         ax.set_xticks(range(1, len(agents) + 1), agents, rotation=30, fontsize=8)
         ax.set(ylabel="episode reward R", title=f"{env}: reward distribution")
-        paths.append(_save(fig, out, "rewards", env))
+        paths.append(save_png(fig, out, "rewards", env))
     return paths

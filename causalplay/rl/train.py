@@ -40,7 +40,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from causalplay.agents.rl import Policy, RLAgent, RunInfo, load_model, read_run, sb3_class
 from causalplay.agents.rl_features import HistoryLSTM
 from causalplay.bench.play import play
-from causalplay.bench.plots import _subplots
+from causalplay.bench.plots import figure_axes
 from causalplay.envs import ENV_IDS, SEQUENCE_IDS, make_batch
 from causalplay.envs.pixels import PIXEL_IDS
 
@@ -432,7 +432,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> Path:
 
 def plot_curves(runs: dict[str, str | Path], path: str | Path) -> Path:
     """Held-out eval episode Acc and R against env steps (log scale) of training folders, in one figure."""
-    fig, axes = _subplots(1, 2, figsize=(11, 4))
+    fig, axes = figure_axes(1, 2, figsize=(11, 4))
     for label, d in runs.items():
         f = Path(d) / "progress.csv"
         df = pd.read_csv(f) if f.exists() else None

@@ -45,6 +45,9 @@ from causalplay.core.exact import entropy_bits, log_likelihood
 from causalplay.core.history import History, HistoryBatch, set_to_code
 from causalplay.core.spec import HypothesisSpace, WorldSpec
 
+from .judgement import PosteriorSampling, get_judgement
+from .params import JudgementModel, Param
+
 __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig", "build_features",
            "step_features", "STOP_PARAMS", "RULE_PARAMS", "TRANSFER_PARAMS", "LEARNER_RULES",
            "transferred_rule_priors", "participant_rule_prior", "rule_prior_table", "told_set_prior", "RULED_OUT"]
@@ -53,30 +56,6 @@ __all__ = ["Param", "ChoiceModel", "JudgementModel", "Features", "LearnerConfig"
 #: -inf would make the gradient of the entropy's 0 * log 0 NaN.
 RULED_OUT = -1e4
 LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypotheses are rule-major)
-
-
-@dataclass(frozen=True)
-class Param:
-    """A model parameter: prior ``Normal(loc, scale)`` on the unconstrained value, then ``transform``.
-
-    ``level="participant"``: one value per participant (hierarchical fits draw them from a group-level
-    ``Normal(mu, sigma)``); ``level="shared"``: one value for everybody.
-    """
-
-    name: str
-    loc: float
-    scale: float
-    transform: str = "identity"  # "identity" | "exp" | "sigmoid"
-    level: str = "participant"
-    doc: str = ""
-
-    def constrain(self, raw: torch.Tensor) -> torch.Tensor:
-        """The constrained value of the unconstrained ``raw``."""
-        if self.transform == "exp":
-            return raw.exp()
-        if self.transform == "sigmoid":
-            return torch.sigmoid(raw)
-        return raw
 
 
 TRANSFER_PARAMS = (
@@ -388,25 +367,6 @@ def learner_posterior(feats: Features, ll: torch.Tensor, rho: torch.Tensor, pid:
     return lw - torch.logsumexp(lw, -1, keepdim=True)
 
 
-class JudgementModel:
-    """How the final (rule, blicket set) judgement follows from the learner's final posterior.
-
-    Subclasses set ``name``, ``description``, ``params`` (all ``level="shared"``) and implement :meth:`log_probs`.
-    """
-
-    name: str = "base"
-    description: str = ""
-    params: tuple[Param, ...] = ()
-
-    def log_probs(self, log_w: torch.Tensor, th: dict) -> torch.Tensor:
-        """Log probability ``[..., P, H]`` of every judged (rule, set) pair; ``log_w [..., P, H]`` normalised,
-        ``th`` the parameters per participant ``[..., P]``."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"<judgement model {self.name!r}>"
-
-
 class ChoiceModel:
     """Base class. Subclasses set ``name``, ``description``, ``params`` and implement :meth:`set_logits`.
 
@@ -471,15 +431,11 @@ class ChoiceModel:
     @property
     def judge(self) -> JudgementModel:
         if self.judgement is None:
-            from .judgement import PosteriorSampling
-
             return PosteriorSampling()
         return self.judgement
 
     def with_judgement(self, judgement: str | JudgementModel) -> ChoiceModel:
         """A copy of this model with another judgement model (a name from ``JUDGEMENT_MODELS`` or an instance)."""
-        from .judgement import get_judgement
-
         new = self._copy()
         new.judgement = get_judgement(judgement)
         return new

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .base import JudgementModel, Param
+from .params import JudgementModel, Param
 
 __all__ = ["PosteriorSampling", "TemperedPosterior", "JUDGEMENT_MODELS", "get_judgement"]
 
