@@ -45,6 +45,15 @@ def test_site_builds_strict_with_the_tutorials_and_reference(site):
         assert (site / page / "index.html").is_file(), page
 
 
+def test_docstring_cross_references_are_links(site):
+    """docs/hooks.py turns the docstrings' Sphinx roles into autorefs links: the API pages link to each other and
+    no role is left as text."""
+    html = "".join(p.read_text() for p in (site / "reference").rglob("index.html"))
+    assert len(re.findall(r'class="autorefs autorefs-internal"', html)) >= 100
+    leftovers = re.findall(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj|const):<code>[^<]*", html)
+    assert not leftovers, leftovers[:5]
+
+
 def _anchors(site: Path) -> set[str]:
     ids: set[str] = set()
     for page in (site / "reference").rglob("index.html"):
