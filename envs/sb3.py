@@ -36,7 +36,8 @@ class SB3VecEnv(VecEnv):
 
         from .families import task_factory
 
-        self._factory = task_factory(env_id, **kwargs)  # Overhypothesis-v0: one SB3 episode is a sequence (meta-RL)
+        #: ``(batch_size, rng) -> Task`` of this id and options (Overhypothesis-v0: one SB3 episode is a sequence)
+        self.task_factory = task_factory(env_id, **kwargs)
         single = gym.make(env_id, **kwargs).unwrapped
         self.render_mode = None
         super().__init__(num_envs, single.observation_space, single.action_space)
@@ -47,7 +48,7 @@ class SB3VecEnv(VecEnv):
         rngs = [seeding.np_random(s)[0] for s in self._seeds]
         self._reset_seeds()
         self._reset_options()
-        self.task = self._factory(self.num_envs, rngs)
+        self.task = self.task_factory(self.num_envs, rngs)
         return _numpy_obs(self.task.reset())
 
     def step_async(self, actions: np.ndarray) -> None:

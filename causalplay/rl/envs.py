@@ -56,7 +56,7 @@ class RLVecEnv(_Episodes, VecEnvWrapper):
 
     def __init__(self, venv, belief: bool = False, tracker: bool = False, task=None):
         if task is None:
-            task = venv._factory(1, [np.random.default_rng(0)])
+            task = venv.task_factory(1, [np.random.default_rng(0)])
         self.n_objects, self.horizon = int(task.n_objects), int(task.horizon)
         self.features = FeatureMap.for_task(task, belief, tracker)
         obs_space = spaces.Box(-np.inf, np.inf, (self.features.size,), np.float32)
