@@ -423,3 +423,25 @@ def test_the_docs_hook_turns_docstring_roles_into_links():
         '<autoref identifier="causalplay.core.beliefs.Beliefs" optional><code>Beliefs</code></autoref>, '
         '<autoref identifier="causalplay.core.history.History" optional><code>History</code></autoref>, '
         '<code>reset</code>, <autoref identifier="b.B.reset" optional><code>B.reset</code></autoref>')
+
+
+CLONE_SCRIPT = re.compile(r"\b(?:analyses|benchmarks)/\w+\.py\b")
+
+
+def needs_clone_note(text: str) -> bool:
+    """A page that runs a script of ``analyses/`` or ``benchmarks/`` (not installed with the package) without
+    sending the reader to the clone instructions."""
+    return bool(CLONE_SCRIPT.search(text)) and "installation.md#from-a-clone" not in text
+
+
+@pytest.mark.parametrize("page", user_pages()[1:], ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_that_run_repository_scripts_say_they_need_a_clone(page):
+    assert not needs_clone_note(page.read_text()), \
+        f"{page.relative_to(ROOT)} runs analyses/ or benchmarks/ scripts: link installation.md#from-a-clone"
+
+
+def test_the_clone_check_catches_a_script_without_the_note():
+    assert needs_clone_note("Run `python analyses/ivre_table.py --seeds 5`.")
+    assert not needs_clone_note("Run `python analyses/ivre_table.py` from a clone "
+                                "([Installation](installation.md#from-a-clone)).")
+    assert not needs_clone_note("`causalplay bench --env causalplay/IVRE-v0`")
