@@ -445,3 +445,58 @@ def test_the_clone_check_catches_a_script_without_the_note():
     assert not needs_clone_note("Run `python analyses/ivre_table.py` from a clone "
                                 "([Installation](installation.md#from-a-clone)).")
     assert not needs_clone_note("`causalplay bench --env causalplay/IVRE-v0`")
+
+
+# ---- flags of the repository's scripts ----------------------------------------------------------------------
+@cache
+def script_options(script: str) -> frozenset[str] | None:
+    """The options of ``analyses/*.py`` or ``benchmarks/*.py``: the fields of the dataclass the script gives
+    ``parse_config`` (tyro: ``--field-name``, plus ``--smoke``), or its argparse ``add_argument`` flags. None when
+    the script does not exist."""
+    path = ROOT / script
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    opts = set(re.findall(r"add_argument\(\s*[\"'](--[\w-]+)[\"']", text)) | {"--help"}
+    m = re.search(r"parse_config\(\s*(\w+)", text)
+    if m:
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name == m.group(1):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        opts |= {"--" + item.target.id.replace("_", "-"), "--" + item.target.id}
+        opts.add("--smoke")
+    return frozenset(opts)
+
+
+def unknown_script_flags(text: str) -> list[str]:
+    """``python analyses/x.py --flag`` (or benchmarks/) in code blocks and inline code whose script does not
+    exist or has no such option."""
+    lines = [ln for block in code_blocks(text) for ln in re.sub(r"\\\n\s*", " ", block).splitlines()]
+    lines += re.findall(r"`([^`\n]*python [^`\n]*)`", prose(text))
+    bad = []
+    for ln in lines:
+        for m in re.finditer(r"python (?:-\S+ )*((?:analyses|benchmarks)/\w+\.py)((?: +[^|;&#]+)?)", ln):
+            opts = script_options(m.group(1))
+            if opts is None:
+                bad.append(f"{m.group(1)} (no such script)")
+                continue
+            for flag in re.findall(r"(?:^|\s)(--[a-z][\w.-]*)", m.group(2)):
+                name = flag.split("=")[0]
+                if name not in opts and name.split(".")[0] not in opts:
+                    bad.append(f"{m.group(1)} {name}")
+    return sorted(set(bad))
+
+
+@pytest.mark.parametrize("page", user_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_script_flags_a_page_names_exist(page):
+    bad = unknown_script_flags(page.read_text())
+    assert not bad, f"{page.relative_to(ROOT)} runs scripts with options they do not have: {bad}"
+
+
+def test_the_script_flag_check_catches_an_old_option():
+    text = "```bash\npython analyses/overhypothesis_rl.py --eig-agents --run ppo=runs/x:which=last --name y\n" \
+           "python analyses/nowhere.py\n```\nand `python benchmarks/bench_infer.py --sections scaling --quik`"
+    assert unknown_script_flags(text) == ["analyses/nowhere.py (no such script)",
+                                          "analyses/overhypothesis_rl.py --run", "benchmarks/bench_infer.py --quik"]
