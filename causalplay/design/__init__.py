@@ -14,12 +14,14 @@
   information between the model identity and a participant's first ``K`` choices (adaptive design optimisation);
 * :func:`designs_of`, :func:`nexiom_designs`, :func:`design_space` (:mod:`.data`): the designs in trial data, in the
   shipped study, and every design of a stated space;
-* :func:`score_trajectories` (:mod:`.trajectories`): any play of the task scored against the ideal learner.
+* :func:`score_people`, :func:`score_histories`, :func:`record_nexiom`, :func:`summarise` (:mod:`.trajectories`): any
+  play of the task (people, transcripts, agents) scored against the ideal learner.
 """
 
 from ..core.design import Design
 from .data import design_space, designs_of, nexiom_designs
 from .predict import Utility, population_draws, predict, utility
+from .trajectories import EpisodeRecorder, record_nexiom, score_histories, score_people, summarise
 
 __all__ = ["Design", "predict", "utility", "Utility", "population_draws", "designs_of", "nexiom_designs",
-           "design_space"]
+           "design_space", "score_histories", "score_people", "record_nexiom", "EpisodeRecorder", "summarise"]

@@ -23,6 +23,7 @@ from ..core import _validate as V
 from ..core._validate import codes_to_vectors, set_to_code
 from ..core.design import Design
 from ..core.exact import log_likelihood
+from ..core.ties import argmax_tol
 from ..models.choice import LearnerConfig, step_features
 from ..models.choice.base import told_set_prior
 
@@ -210,9 +211,9 @@ class Utility:
         return df.sort_values("nats", ascending=False, kind="stable")
 
     def best(self) -> int:
-        """Index of the design of highest utility (ties within 1e-12 nats go to the lowest index)."""
-        v = self.nats
-        return int(torch.nonzero(v >= v.max() - 1e-12)[0, 0])
+        """Index of the design of highest utility (ties within :mod:`causalplay.core.ties`'s tolerance go to the
+        lowest index)."""
+        return int(argmax_tol(self.nats))
 
 
 def _mi_terms(log_p: torch.Tensor, log_prior: torch.Tensor) -> torch.Tensor:
