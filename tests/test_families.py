@@ -1,0 +1,84 @@
+"""Task families as registered objects (``causalplay.envs.families``): what gymnasium, ``make_batch``, the agents,
+the runner and ``serve`` read comes from the one ``TaskFamily`` of each id."""
+
+from __future__ import annotations
+
+import causalplay.envs as envs
+import gymnasium
+import numpy as np
+import pytest
+from causalplay.envs import families as F
+
+
+def test_every_registered_id_is_one_familys_and_gymnasium_has_its_entry_points():
+    ids = [i for f in F.BUILTIN_FAMILIES for i in f.ids]
+    assert len(ids) == len(set(ids)) == 21  # 13 Blicket (3 pixel), 1 sequence, 1 Nexiom, 4 DAG, 2 physics
+    for fam in F.BUILTIN_FAMILIES:
+        for e in fam.envs:
+            assert F.family_of(e.id) is fam
+            spec = gymnasium.spec(e.id)
+            assert spec.entry_point == e.entry_point and spec.kwargs == dict(e.kwargs)
+            assert (spec.vector_entry_point is not None) == e.vector
+    # the id tuples the package exports are read from the families
+    assert envs.DAG_ENV_IDS == F.DAG.ids and envs.PHYSICS_IDS == F.PHYSICS.ids and envs.SEQUENCE_IDS == F.SEQUENCE.ids
+    assert set(envs.ENV_IDS) == set(F.BLICKET.ids) - set(F.PIXEL_IDS) | {"causalplay/Nexiom-v0"}
+
+
+def test_unknown_id_and_family_are_named():
+    with pytest.raises(ValueError, match=r"unknown environment id 'causalplay/Nope-v0'; expected one of .*IVRE-v0"):
+        F.family_of("causalplay/Nope-v0")
+    with pytest.raises(ValueError, match=r"unknown task family 'nope'; expected one of \['blicket', 'sequence', "
+                                         r"'nexiom', 'dag', 'physics'"):
+        F.get_family("nope")
+    with pytest.raises(ValueError, match="is not an env of task family 'dag'"):
+        F.DAG.env("causalplay/IVRE-v0")
+
+
+def test_batch_entry_point_is_what_make_batch_plays():
+    """make_batch(id) is the id's batch entry point with the id's kwargs: the conjunctive IVRE id's machine is
+    conjunctive with 2-4 blickets, drawn as the entry point draws them from the same generator."""
+    a = envs.make_batch("causalplay/IVRE-Conjunctive-v0", 50, seed=1)
+    b = F.BLICKET.env("causalplay/IVRE-Conjunctive-v0").batch_factory()(50, np.random.default_rng(1))
+    a.reset(), b.reset()
+    assert [r.name for r in a.rules] == ["conjunctive"] and set(a.blickets.sum(1).tolist()) <= {2, 3, 4}
+    assert np.array_equal(a.blickets.numpy(), b.blickets.numpy())
+    # a caller's keyword arguments override the id's
+    c = envs.make_batch("causalplay/IVRE-Conjunctive-v0", 50, seed=1, rule="disjunctive")
+    assert [r.name for r in c.rules] == ["disjunctive"]
+
+
+def test_register_family_refuses_a_clash():
+    clash = F.TaskFamily("other", envs=(F.EnvEntry("causalplay/IVRE-v0", "x:y", "x:z"),), scorer="x:S", agents={},
+                         default_agents=())
+    with pytest.raises(ValueError, match=r"registers \['causalplay/IVRE-v0'\], which family 'blicket' \(causalplay\)"):
+        F.register_family(clash)
+    same_name = F.TaskFamily("dag", envs=(F.EnvEntry("x/Y-v0", "x:y", "x:z"),), scorer="x:S", agents={},
+                             default_agents=())
+    with pytest.raises(ValueError, match="task family 'dag' is registered already"):
+        F.register_family(same_name)
+    with pytest.raises(TypeError, match="default_agents must be a tuple of specs, got the string 'a,b'"):
+        F.TaskFamily("t", envs=(F.EnvEntry("x/Y-v0", "x:y", "x:z"),), scorer="x:S", agents={}, default_agents="a,b")
+    assert "other" not in {f.name for f in F.families(load_plugins=False)}
+
+
+def test_the_runner_and_agents_read_the_family():
+    from causalplay.agents import DAG_AGENTS, agent_class, agent_registry
+    from causalplay.bench.physics import PhysicsFamily
+    from causalplay.bench.runner import family_of
+
+    scorer = family_of("causalplay/PhysicsB-v0")
+    assert type(scorer) is PhysicsFamily and scorer.family is F.PHYSICS and scorer.name == "physics"
+    assert family_of("causalplay/Physics2B-v0") is scorer  # one scorer per family and process
+    assert PhysicsFamily().family is F.PHYSICS  # built without arguments: the family that names it
+    assert agent_registry("dag") == DAG_AGENTS and agent_class("bayes", "dag") is DAG_AGENTS["bayes"]
+    assert F.PHYSICS.default_episodes == 8 and F.BLICKET.default_episodes == 1000
+    assert F.BLICKET.spread_label(1) == "95% CI over episodes" and F.BLICKET.spread_label(3) == "95% CI over seeds"
+    assert F.PHYSICS.spread_label(1) == "SD over folds"
+
+
+def test_serve_builds_the_familys_adapter():
+    from causalplay.serve.tasks import BlicketServed, NexiomServed, ServedTask
+
+    assert type(ServedTask("nexiom")) is NexiomServed and type(ServedTask("causalplay/EST-v1")) is BlicketServed
+    with pytest.raises(ValueError, match="task must be one of"):
+        ServedTask("causalplay/CausalDAG-v1")
