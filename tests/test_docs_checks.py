@@ -500,3 +500,18 @@ def test_the_script_flag_check_catches_an_old_option():
            "python analyses/nowhere.py\n```\nand `python benchmarks/bench_infer.py --sections scaling --quik`"
     assert unknown_script_flags(text) == ["analyses/nowhere.py (no such script)",
                                           "analyses/overhypothesis_rl.py --run", "benchmarks/bench_infer.py --quik"]
+
+
+def test_the_concepts_figure_script_reproduces_the_committed_figure(tmp_path):
+    """docs/figures/concepts.py still runs and draws the figure docs/concepts.md shows (same size; its values are
+    exact, so only font rendering could move pixels)."""
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.spec_from_file_location("concepts_figure", DOCS / "figures" / "concepts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(tmp_path / "concepts.png")
+    assert Image.open(out).size == Image.open(DOCS / "img" / "concepts.png").size
+    assert "img/concepts.png" in (DOCS / "concepts.md").read_text()
