@@ -58,7 +58,7 @@ def test_svi_fit_idata_score_simulate(split, fits, tmp_path):
     assert idata.posterior["beta"].dims == ("chain", "draw", "participant")
     assert list(idata.posterior["participant"].values) == data.ids
     ll = idata.log_likelihood["choice"]
-    assert ll.dims == ("chain", "draw", "choice") and ll.sizes["choice"] == data.n_choices
+    assert ll.dims == ("chain", "draw", "decision") and ll.sizes["decision"] == data.n_choices
     assert (idata.log_likelihood["test"].values[:3] == [1, 2, 3]).all()
     assert idata.constant_data["true_blickets"].dims == ("participant", "object")
     # Under `random` a set is chosen uniformly from the 16 and the first test cannot be a stop (min_tests = 1):

@@ -137,7 +137,7 @@ def test_export_fits(tmp_path):
     assert list(post.coords["participant"].values) == data.ids
     ll = f.idata.log_likelihood["choice"]
     # one choice per test plus each participant's stop (docs/human-data.md), all finite
-    assert ll.sizes["choice"] == len(data.tests) + len(data)
+    assert ll.sizes["decision"] == len(data.tests) + len(data)
     assert np.isfinite(ll.values).all()
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
@@ -252,6 +252,10 @@ class NUTSRun:
     step_size : list of float, the adapted step size of each chain
     cpu_seconds : float, CPU time of the chains (summed over worker processes)
     in_workers : bool, whether the chains ran in worker processes
+    stats : dict name -> ndarray ``[chains, draws]``, the sampler's statistics of every kept draw (ArviZ's
+        ``sample_stats`` names): ``lp`` (log density at the draw, unconstrained space: minus the potential),
+        ``acceptance_rate`` (mean acceptance probability of the draw's trajectory), ``step_size``, ``n_steps``
+        (leapfrog steps) and ``tree_depth`` (doublings of the trajectory, ``ceil(log2(n_steps + 1))``)
     """
 
     samples: dict
@@ -259,6 +263,7 @@ class NUTSRun:
     step_size: list
     cpu_seconds: float
     in_workers: bool
+    stats: dict = field(default_factory=dict)
 
 
 _QUEUE = None  # a worker's end of the progress queue (set by the pool's initializer)
@@ -303,7 +308,30 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
     c0 = time.process_time()
     total, last = opts.warmup + opts.draws, [0.0]
 
+    # Per-draw statistics, read from the kernel after each kept draw (Pyro keeps only their running means): the
+    # acceptance probability from the running mean's update, the leapfrog steps by counting base-tree builds. Reading
+    # them draws no random numbers, so the draws are the same with or without.
+    rec = {"lp": [], "acceptance_rate": [], "step_size": [], "n_steps": []}
+    steps, mean_acc = [0], [0.0]
+
+    def record(kernel, stage, i):
+        if not stage.startswith("Sample"):
+            steps[0] = 0
+            return
+        n = i + 1  # Pyro's running mean restarts with the kept draws
+        m = float(kernel._mean_accept_prob)
+        rec["acceptance_rate"].append(n * m - (n - 1) * mean_acc[0])
+        mean_acc[0] = m
+        pe = kernel._potential_energy_last
+        rec["lp"].append(float("nan") if pe is None else -float(pe))
+        rec["step_size"].append(float(kernel.step_size))
+        rec["n_steps"].append(steps[0])
+        steps[0] = 0
+
     def hook(kernel, params, stage, i):
+        record(kernel, stage, i)
+        if bars is None and _QUEUE is None:
+            return
         done = i + 1 + (opts.warmup if stage.startswith("Sample") else 0)
         now = time.monotonic()
         if done < total and now - last[0] < 0.5:
@@ -321,14 +349,23 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
             set_rng_seed(seed + 1000 * chain)
         kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept,
                       max_tree_depth=opts.max_tree_depth, full_mass=opts.dense_mass)
+        base_tree = kernel._build_basetree
+
+        def counted(*args, **kw):
+            steps[0] += 1
+            return base_tree(*args, **kw)
+
+        kernel._build_basetree = counted
         mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
-                    disable_progbar=True, hook_fn=hook if (bars is not None or _QUEUE is not None) else None)
+                    disable_progbar=True, hook_fn=hook)
         mcmc.run()
     smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
     div = np.zeros(opts.draws, dtype=bool)
     div[np.asarray(mcmc.diagnostics().get("divergences", {}).get("chain 0", []), dtype=int)] = True
     step = float(kernel.step_size) if hasattr(kernel, "step_size") else float("nan")
-    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step}
+    stats = {k: np.asarray(v, dtype=np.int64 if k == "n_steps" else float) for k, v in rec.items()}
+    stats["tree_depth"] = np.ceil(np.log2(stats["n_steps"] + 1)).astype(np.int64)
+    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step, "stats": stats}
 
 
 def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, desc: str = "NUTS") -> NUTSRun:
@@ -371,4 +408,5 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
             bars.close()
     samples = {k: torch.stack([o["samples"][k] for o in out]) for k in out[0]["samples"]}
     return NUTSRun(samples, np.stack([o["diverging"] for o in out]), [o["step_size"] for o in out],
-                   sum(o["cpu"] for o in out), workers > 1)
+                   sum(o["cpu"] for o in out), workers > 1,
+                   {k: np.stack([o["stats"][k] for o in out]) for k in out[0]["stats"]})

@@ -80,7 +80,7 @@ def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOp
     smp = dict(run.samples)
     for k in [k for k in smp if k.endswith("_logsigma")]:  # moved to the end, as the posterior has always had them
         smp[_pyro_name(k)] = smp.pop(k).exp()
-    return smp, run.diverging, run.cpu_seconds if run.in_workers else 0.0, run.step_size
+    return smp, run.diverging, run.cpu_seconds if run.in_workers else 0.0, run.step_size, run.stats
 
 
 def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0: dict, jit: bool):
@@ -157,12 +157,18 @@ class Fit:
     seconds, cpu_seconds : float -- wall and CPU time of the sampling (CPU summed over chain processes)
     judgements : bool -- whether the judgements were in the likelihood
     diverging : ndarray ``[chains, draws]`` of bool, or None -- NUTS's divergent transitions
-    extra : dict -- ``load_average`` (after the fit); SVI: ``elbo_losses`` (the loss, -ELBO, at every step; see
-        :attr:`elbo`); NUTS: ``step_size`` (per chain) and ``attempts`` (the earlier fits of the retry ladder that
+    extra : dict -- ``load_average`` (after the fit), ``seed``; SVI: ``elbo_losses`` (the loss, -ELBO, at every
+        step; see :attr:`elbo`); NUTS: ``step_size`` (per chain), ``sample_stats`` (per-draw sampler statistics,
+        :attr:`causalplay.core.pyro.NUTSRun.stats`) and ``attempts`` (the earlier fits of the retry ladder that
         missed the convergence criteria, each a Fit)
-    idata : arviz.InferenceData -- ``posterior`` (dims participant), ``log_likelihood`` (choice, judgement),
-        ``observed_data``, ``constant_data`` (true_blickets: participant x object), ``sample_stats`` (NUTS);
-        built from ``raw`` on first use
+    idata : arviz.InferenceData -- built from ``raw`` on first use; groups ``posterior`` (participant-level
+        parameters over ``participant``), ``log_likelihood`` (``choice`` over ``decision``, ``judgement`` over
+        ``participant``), ``posterior_predictive`` (a choice at every decision and a judgement drawn under every
+        draw), ``observed_data``, ``constant_data`` (``true_blickets``: participant x object) and ``sample_stats``
+        (NUTS: ``diverging``, ``lp``, ``acceptance_rate``, ``step_size``, ``n_steps``, ``tree_depth``; SVI:
+        ``elbo`` over ``svi_step``); the layout is :mod:`causalplay.fitting.convert`'s. ArviZ's ``az.loo`` /
+        ``az.waic`` / ``az.compare`` need ``var_name="choice"`` (what :func:`causalplay.compare` scores) or
+        ``"judgement"`` when both are there.
     """
 
     model: ChoiceModel
@@ -188,7 +194,10 @@ class Fit:
         if self._idata is None:
             from .convert import to_idata
 
-            self._idata = to_idata(self.par, self.feats, self.raw, self.judgements, self.diverging, self.data)
+            self._idata = to_idata(self.par, self.feats, self.raw, self.judgements, self.diverging, self.data,
+                                   stats=self.extra.get("sample_stats"),
+                                   elbo=self.elbo if "elbo_losses" in self.extra else None,
+                                   method=self.method, seed=self.extra.get("seed", 0))
         return self._idata
 
     @property
@@ -282,7 +291,7 @@ class Fit:
                 problems.append("R-hat needs at least 2 chains")
             if problems:
                 advice = self._nuts_advice(out)
-        elif "elbo_losses" in self.extra:  # (a fit rebuilt by load_fit has no ELBO trace)
+        elif "elbo_losses" in self.extra:  # (a fit rebuilt from a file saved without an ELBO trace has none)
             out.update(self._elbo_check())
             if not out["elbo_converged"]:
                 problems.append(f"the ELBO still rose by {out['elbo_drift']:.1f} ± {out['elbo_drift_se']:.1f} nats "
@@ -357,6 +366,27 @@ class Fit:
 
         return heldout_score(self, data, n_draws=n_draws, n_new=n_new, seed=seed)
 
+    def predict(self, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0) -> az.InferenceData:
+        """Predictions for participants **not** used in fitting, as ArviZ InferenceData.
+
+        Each held-out participant is a new member of the fitted population, as in :meth:`score` (``n_draws``
+        posterior draws of the group-level parameters x ``n_new`` new participants each). ``predictions``
+        holds, for each of these ``n_draws * n_new`` draws (one chain), a ``choice`` drawn at each of the
+        participant's observed decisions (given their own tests before it) and a ``judgement`` (-1 where none
+        was given), over the dims ``decision`` and ``participant`` of the held-out data.
+        ``predictions_constant_data`` holds what they did (``observed_choice``, ``observed_judgement``) and
+        ``true_blickets``. ``fit.idata.extend(fit.predict(held_out))`` adds both groups to the fit's
+        InferenceData (``to_netcdf`` then saves them with it).
+        """
+        from .convert import predictions_idata
+
+        overlap = set(data.ids) & set(self.feats.ids)
+        if overlap:
+            raise ValueError(f"predict() is for participants not used in fitting; {sorted(overlap)[:5]} were fitted")
+        n_draws = V.integer(n_draws, "n_draws", low=1)
+        n_new = V.integer(n_new, "n_new", low=1)
+        return predictions_idata(self, data, n_draws=n_draws, n_new=n_new, seed=V.integer(seed, "seed"))
+
     def simulate(self, n_participants: int | None = None, *, worlds=None, seed: int = 0, max_tests: int = 30):
         """Synthetic participants; see :func:`causalplay.fitting.simulation.simulate_fit`."""
         from .simulation import simulate_fit
@@ -420,7 +450,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
         t0, c0 = time.perf_counter(), time.process_time()
         with V.single_thread(1):
             raw, losses = _svi(feats, par, judgements, svi, svi.seed)
-        extra = {"elbo_losses": losses, "load_average": os.getloadavg()}
+        extra = {"elbo_losses": losses, "load_average": os.getloadavg(), "seed": seed}
         return Fit(cm, par, "svi", svi, learner, data, feats, raw, time.perf_counter() - t0,
                    time.process_time() - c0, judgements, None, extra)
     # NUTS, and again at each larger target acceptance of the retry ladder until the diagnostics are met
@@ -430,10 +460,10 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
         opts = replace(nuts, target_accept=accept)
         t0, c0 = time.perf_counter(), time.process_time()
         with V.single_thread(opts.threads):
-            raw, diverging, child_cpu, steps = _nuts(feats, par, judgements, opts, seed)
+            raw, diverging, child_cpu, steps, stats = _nuts(feats, par, judgements, opts, seed)
         f = Fit(cm, par, "nuts", opts, learner, data, feats, raw, time.perf_counter() - t0,
                 time.process_time() - c0 + child_cpu, judgements, diverging,
-                {"step_size": steps, "load_average": os.getloadavg()})
+                {"step_size": steps, "sample_stats": stats, "load_average": os.getloadavg(), "seed": seed})
         if accept == ladder[-1]:
             break
         d = f.diagnostics(warn=False)
@@ -453,7 +483,9 @@ def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, 
              hierarchical: bool | None = None, learner: LearnerConfig | None = None) -> Fit:
     """Rebuild a :class:`Fit` from its saved InferenceData (``Fit.idata.to_netcdf(path)``) and the fitted data.
 
-    Model, judgement model and parameterisation are read from the posterior's attributes unless given.
+    Model, judgement model, parameterisation, method and seed are read from the posterior's attributes unless
+    given; NUTS's divergences, step sizes and sampler statistics and SVI's ELBO trace from ``sample_stats``. The
+    InferenceData is kept as it is (``fit.idata``), with every group it has.
     """
     import arviz as az
 
@@ -472,6 +504,18 @@ def load_fit(idata, data: TrialData, *, model: str | ChoiceModel | None = None, 
         raise ValueError("data are not the participants of this fit (participant lists differ)")
     par = Parameterisation(cm, hierarchical, feats.n_participants)
     raw = {k: torch.as_tensor(idata.posterior[k].values) for k in map(_pyro_name, par.sites())}
-    method = "nuts" if "sample_stats" in idata.groups() else "svi"
+    ss = idata.sample_stats if "sample_stats" in idata.groups() else None
+    # files written before the method was an attribute: NUTS's have sample_stats, SVI's none
+    method = attrs.get("causalplay_method", "svi" if ss is None or "diverging" not in ss else "nuts")
+    extra: dict = {"loaded": True, "seed": int(attrs.get("causalplay_seed", 0))}
+    diverging = None
+    if method == "nuts" and ss is not None:
+        diverging = ss["diverging"].values.astype(bool)
+        extra["sample_stats"] = {k: ss[k].values for k in ss.data_vars if k != "diverging"}
+        if "step_size" in ss:
+            extra["step_size"] = [float(v) for v in ss["step_size"].values[:, -1]]
+    elif ss is not None and "elbo" in ss:
+        extra["elbo_losses"] = [-float(v) for v in ss["elbo"].values]
     return Fit(cm, par, method, NUTSOptions() if method == "nuts" else SVIOptions(), learner, data, feats, raw,
-               float("nan"), float("nan"), "judgement" in idata.log_likelihood, extra={"loaded": True}, _idata=idata)
+               float("nan"), float("nan"), "judgement" in idata.log_likelihood.data_vars, diverging, extra,
+               _idata=idata)

@@ -78,6 +78,18 @@ class Score:
                    judg)
 
 
+def population_theta(fit: Fit, feats, n_draws: int, n_new: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """Constrained parameters ``[n_draws * n_new, P]`` of ``feats``' participants as new members of the fitted
+    population: ``n_draws`` posterior draws of the group-level sites (drawn with replacement), ``n_new`` new
+    participants each (flat fits: from the prior)."""
+    flat = fit.flat_raw()
+    total = flat[next(iter(flat))].shape[0]
+    idx = torch.randint(total, (n_draws,), generator=gen)
+    group = {k: v[idx].repeat_interleave(n_new, 0) for k, v in flat.items() if v.dim() == 1}
+    raw = fit.par.new_participants(group, n_draws * n_new, feats.n_participants, gen)
+    return fit.par.theta(raw, feats.n_participants)
+
+
 def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0) -> Score:
     """Log predictive probability (nats) of the choices and judgements of participants **not** used in fitting.
 
@@ -91,13 +103,7 @@ def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int =
     if overlap:
         raise ValueError(f"score() is for participants not used in fitting; {sorted(overlap)[:5]} were fitted")
     feats = build_features(data, fit.learner)
-    gen = torch.Generator().manual_seed(seed)
-    flat = fit.flat_raw()
-    total = flat[next(iter(flat))].shape[0]
-    idx = torch.randint(total, (n_draws,), generator=gen)
-    group = {k: v[idx].repeat_interleave(n_new, 0) for k, v in flat.items() if v.dim() == 1}
-    raw = fit.par.new_participants(group, n_draws * n_new, feats.n_participants, gen)
-    theta = fit.par.theta(raw, feats.n_participants)
+    theta = population_theta(fit, feats, n_draws, n_new, torch.Generator().manual_seed(seed))
     choice_ll, judge_ll = pointwise_log_lik(fit.par, feats, theta)
     per = torch.zeros(n_draws * n_new, feats.n_participants, dtype=torch.float64)
     per.index_add_(1, feats.pid, choice_ll)
