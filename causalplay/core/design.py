@@ -23,7 +23,7 @@ import torch
 from ._validate import describe, integer
 from .rules import make_rule
 
-__all__ = ["Design"]
+__all__ = ["Design", "designs_of"]
 
 
 def _objects(value, n_objects: int, what: str) -> tuple[int, ...]:
@@ -191,3 +191,32 @@ class Design:
         return (f"{self.rule} {list(self.blickets)} of {self.n_objects} | demos: {demo} | told: "
                 f"{self.n_blickets_told if self.n_blickets_told is not None else '-'} | budget: "
                 f"{self.max_tests if self.max_tests is not None else '-'}")
+
+
+def designs_of(data, max_tests: int | None = None) -> dict[str, Design]:
+    """``participant -> Design`` of trial data: the world (``rule``, ``true_blickets``), the demonstrations (the
+    ``source=demonstration`` rows before the participant's first own test) and the told count (``n_blickets``).
+
+    Raises
+    ------
+    ValueError
+        A participant whose demonstrations come after their own first test (a design's demonstrations are a prefix),
+        or whose demonstrations disagree with their stated world.
+    """
+    if not all(hasattr(data, a) for a in ("histories", "choice_indices", "known_counts", "participants")):
+        raise TypeError(f"data must be causalplay.data.TrialData, got {type(data).__name__}")
+    hist, chosen, told = data.histories(), data.choice_indices(), data.known_counts()
+    out = {}
+    for _, row in data.participants.iterrows():
+        pid = row["participant"]
+        h, own = hist[pid], chosen[pid]
+        first = int(own[0]) if len(own) else len(h)
+        if len(own) and list(own) != list(range(first, len(h))):
+            raise ValueError(f"participant {pid!r} watched a demonstration after their own first test (positions "
+                             f"{sorted(set(range(len(h))) - set(own.tolist()))}); a design's demonstrations come first")
+        try:
+            out[pid] = Design(data.n_objects, tuple(row["true_blickets"]), row["rule"],
+                              tuple(h.pairs()[:first]), told[pid], max_tests)
+        except ValueError as e:
+            raise ValueError(f"participant {pid!r}: {e}") from None
+    return out

@@ -2,45 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..core.design import Design, designs_of
 
-from ..core.design import Design
-
-if TYPE_CHECKING:
-    from ..data import TrialData
-
-__all__ = ["designs_of", "nexiom_designs"]
-
-
-def designs_of(data: TrialData, max_tests: int | None = None) -> dict[str, Design]:
-    """``participant -> Design`` of trial data: the world (``rule``, ``true_blickets``), the demonstrations (the
-    ``source=demonstration`` rows before the participant's first own test) and the told count (``n_blickets``).
-
-    Raises
-    ------
-    ValueError
-        A participant whose demonstrations come after their own first test (a design's demonstrations are a prefix),
-        or whose demonstrations disagree with their stated world.
-    """
-    from ..data import TrialData
-
-    if not isinstance(data, TrialData):
-        raise TypeError(f"data must be causalplay.data.TrialData, got {type(data).__name__}")
-    hist, chosen, told = data.histories(), data.choice_indices(), data.known_counts()
-    out = {}
-    for _, row in data.participants.iterrows():
-        pid = row["participant"]
-        h, own = hist[pid], chosen[pid]
-        first = int(own[0]) if len(own) else len(h)
-        if len(own) and list(own) != list(range(first, len(h))):
-            raise ValueError(f"participant {pid!r} watched a demonstration after their own first test (positions "
-                             f"{sorted(set(range(len(h))) - set(own.tolist()))}); a design's demonstrations come first")
-        try:
-            out[pid] = Design(data.n_objects, tuple(row["true_blickets"]), row["rule"],
-                              tuple(h.pairs()[:first]), told[pid], max_tests)
-        except ValueError as e:
-            raise ValueError(f"participant {pid!r}: {e}") from None
-    return out
+__all__ = ["designs_of", "nexiom_designs", "design_space"]
 
 
 def nexiom_designs() -> list[Design]:

@@ -19,15 +19,17 @@ One module per concept:
   (:func:`compare` -> :class:`Comparison`);
 * :mod:`.workflows` -- k-fold cross-validation and model recovery on any executor of :mod:`causalplay.bench`;
 * :mod:`.simulation` -- simulated participants, driving the Nexiom batch task;
+* :mod:`.sbc` -- simulation-based calibration of a fit (:func:`sbc`: ranks, a uniformity test, plots);
 * :mod:`.convert` -- ArviZ InferenceData with named dims.
 """
 
 from ..core.pyro import NUTSOptions, SVIOptions
 from .inference import ConvergenceWarning, Fit, fit, load_fit
 from .parameterisation import Parameterisation
+from .sbc import SBCResult, rank_uniformity, sbc
 from .scoring import Comparison, Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
 from .simulation import simulate, simulate_fit
 
 __all__ = ["fit", "load_fit", "compare", "Comparison", "Fit", "Score", "simulate", "simulate_fit", "NUTSOptions",
            "SVIOptions", "Parameterisation", "ConvergenceWarning", "heldout_score", "fit_and_score",
-           "paired_difference", "ic_table"]
+           "paired_difference", "ic_table", "sbc", "SBCResult", "rank_uniformity"]
