@@ -339,7 +339,7 @@ def test_resume_continues_the_step_count(tmp_path, key):
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(ValueError, match="unknown blicket agent 'foo'"):
+    with pytest.raises(ValueError, match="unknown agent 'foo'"):
         TrainConfig(agent="foo", out=str(tmp_path))
     with pytest.raises(ValueError, match="'causalplay/Nope-v0'"):
         TrainConfig(agent="ppo", out=str(tmp_path), env="causalplay/Nope-v0")
@@ -387,7 +387,7 @@ def test_cli_train_rejects_bad_options():
 
     cli = CliRunner(env={"COLUMNS": "400"})
     res = cli.invoke(app, ["train", "--agent", "foo", "--out", "x"])
-    assert res.exit_code == 2 and "unknown blicket agent 'foo'" in res.output
+    assert res.exit_code == 2 and "unknown agent 'foo'" in res.output
     res = cli.invoke(app, ["train", "--agent", "ppo", "--preset", "huge", "--out", "x"])
     assert res.exit_code == 2 and "unknown preset 'huge'" in res.output
 
