@@ -357,6 +357,14 @@ class Beliefs:
         """Tidy table with columns ``kind, item, prob`` (blicket marginals then rule posteriors)."""
         return self._batch.to_frame().drop(columns="episode")
 
+    def plot(self, ax=None, *, labels=None, title: str | None = None):
+        """Bars of the blicket marginals and the rule posterior; returns the matplotlib Figure (drawn on ``ax`` if
+        given, else on a new Figure; pyplot and the backend are left alone). See
+        :func:`causalplay.core.plots.plot_beliefs`."""
+        from .plots import plot_beliefs
+
+        return plot_beliefs(self, ax, labels=labels, title=title)
+
     def __repr__(self) -> str:
         bp = np.array2string(self.blicket_prob, precision=3, suppress_small=True)
         rp = ", ".join(f"{k}: {v:.3f}" for k, v in self.rule_prob.items())

@@ -464,6 +464,15 @@ class OverhypothesisPosterior:
                              count_prior=tuple(counts.values()))
         return WorldSpec(n, rules, tuple(float(x) for x in w), blicket_prior=spec.blicket_prior)
 
+    def plot(self, ax=None, *, sequences=None, title: str | None = None, n_draws: int = 2000, seed: int = 0):
+        """The posterior over the shared overhypothesis, one curve per sequence (rules form: the density of each
+        rule's weight on a new machine; sigmoid: draws of bias and log gain); returns the matplotlib Figure (drawn
+        on ``ax`` if given; pyplot and the backend are left alone). See
+        :func:`causalplay.core.plots.plot_overhypothesis`."""
+        from .plots import plot_overhypothesis
+
+        return plot_overhypothesis(self, ax, sequences=sequences, title=title, n_draws=n_draws, seed=seed)
+
     def __getitem__(self, index: int) -> OverhypothesisPosterior:
         """The posterior of one sequence (``B = 1``)."""
         i = integer(index, "index", low=-self.batch_size, high=self.batch_size - 1) % self.batch_size
