@@ -20,7 +20,8 @@ id                                     task
 ``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
                                        (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
 ``causalplay/PhysicsB-v0``             PHYRE-style physics puzzle, one ball per attempt (``physics`` extra;
-                                       ``causalplay/Physics2B-v0``: two balls); :data:`PHYSICS_IDS`
+                                       ``causalplay/Physics2B-v1``: two balls, both needed; ``-v0``
+                                       deprecated); :data:`PHYSICS_IDS`
 =====================================  ==================================================================
 
 Every Blicket id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,

@@ -191,7 +191,9 @@ DAG = TaskFamily(
 PHYSICS = TaskFamily(
     "physics",
     envs=(EnvEntry("causalplay/PhysicsB-v0", f"{_PH}:make_b", f"{_PH}:batch_b", vector=False),
-          EnvEntry("causalplay/Physics2B-v0", f"{_PH}:make_2b", f"{_PH}:batch_2b", vector=False)),
+          EnvEntry("causalplay/Physics2B-v1", f"{_PH}:make_2b", f"{_PH}:batch_2b", vector=False),
+          # deprecated (warns): tier-B scenes played with two balls, most solvable with one
+          EnvEntry("causalplay/Physics2B-v0", f"{_PH}:make_2b_v0", f"{_PH}:batch_2b_v0", vector=False)),
     scorer="causalplay.bench.physics:PhysicsFamily",
     agents="causalplay.agents:PHYSICS_AGENTS",
     default_agents=("rand", "mem", "mem-o", "dqn", "dqn-o", "ssup"),

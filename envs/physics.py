@@ -8,6 +8,7 @@ one of tasks drawn at random (``make_batch`` for the physics ids).
 from __future__ import annotations
 
 import functools
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -18,10 +19,15 @@ from .physics_sim import COLS, object_list, render, simulate
 from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, get_task, to_balls
 from .task import RewardSpec, as_rows, batch_action
 
-__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "BUDGET", "draw_batch", "make_b", "make_2b",
-           "batch_b", "batch_2b"]
+__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "TIER_BODIES", "BUDGET", "TIER_OF_ID", "draw_batch",
+           "make_b", "make_2b", "make_2b_v0", "batch_b", "batch_2b", "batch_2b_v0"]
 
 MAX_BODIES, BUDGET = 10, 100
+#: Object-list rows per tier (a 2B-v1 scene holds two template scenes and the wall between them).
+TIER_BODIES = {"B": MAX_BODIES, "2B": MAX_BODIES, "2B-v1": 16}
+#: The tier each physics id plays.
+TIER_OF_ID = {"causalplay/PhysicsB-v0": "B", "causalplay/Physics2B-v1": "2B-v1",
+              "causalplay/Physics2B-v0": "2B"}
 
 
 class PhysicsBatch:
@@ -33,7 +39,8 @@ class PhysicsBatch:
     world) gives 0 and does not count towards ``budget`` (PHYRE's rule). A task also ends after ``budget`` valid
     attempts, or after ``max_invalid`` invalid actions in a row.
 
-    The observation is a dict of per-row entries: the row's task -- ``scene`` (float64 ``[B, MAX_BODIES, 8]``: the
+    The observation is a dict of per-row entries: the row's task -- ``scene`` (float64 ``[B, n, 8]``, ``n`` the
+    tier's :data:`TIER_BODIES`: the
     object list, bodies in world units, columns ``COLS``, zero rows after ``n_bodies``), ``n_bodies``,
     ``template``, ``task`` (its index in ``tasks``), ``attempts`` (valid ones used) -- and what the row's last action
     did: ``valid``, ``solved`` (False after a reset) and ``traj``, a list of each row's trajectory (every body's
@@ -43,7 +50,7 @@ class PhysicsBatch:
     Parameters
     ----------
     tasks : list of PhysicsTask
-    tier : {"B", "2B"}
+    tier : {"B", "2B-v1", "2B"}
     budget, record, max_invalid : int
         Valid attempts per task (PHYRE: 100); steps between trajectory frames (0: none); invalid actions in a row
         after which a task is given up.
@@ -60,9 +67,10 @@ class PhysicsBatch:
             raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
         if budget < 1 or max_invalid < 1:
             raise ValueError(f"budget and max_invalid must be >= 1, got {budget!r} and {max_invalid!r}")
-        if not tasks or any(len(t.scene) > MAX_BODIES for t in tasks):
-            raise ValueError(f"need at least one task, each scene with at most {MAX_BODIES} bodies")
-        self.tasks, self.tier, self.m, self.horizon, self.n_objects = list(tasks), tier, TIERS[tier], budget, MAX_BODIES
+        n_max = TIER_BODIES[tier]
+        if not tasks or any(len(t.scene) > n_max for t in tasks):
+            raise ValueError(f"need at least one task, each scene with at most {n_max} bodies (tier {tier!r})")
+        self.tasks, self.tier, self.m, self.horizon, self.n_objects = list(tasks), tier, TIERS[tier], budget, n_max
         self.record_every, self.max_invalid, self.sequential = record, max_invalid, sequential
         self.config = {"tier": tier, "budget": budget}
         self.B = 1 if sequential else len(tasks)
@@ -78,7 +86,7 @@ class PhysicsBatch:
     def obs(self) -> dict:
         """The observation (see the class docstring)."""
         tasks = [self.tasks[i] for i in self.cur]
-        scene = np.zeros((self.B, MAX_BODIES, len(COLS)))
+        scene = np.zeros((self.B, self.n_objects, len(COLS)))
         for b, t in enumerate(tasks):
             scene[b, :len(t.scene)] = t.scene
         return {"scene": torch.from_numpy(scene), "n_bodies": torch.tensor([len(t.scene) for t in tasks]),
@@ -149,11 +157,12 @@ class PhysicsEnv(gym.Env):
     within 3 s (:mod:`causalplay.envs.physics_sim`).
 
     ## Action Space
-    ``Box(0, 1, (3m,), float32)``: ``m`` balls (``m = 1`` for tier B, 2 for 2B), each ``(x, y, r)`` with
+    ``Box(0, 1, (3m,), float32)``: ``m`` balls (``m = 1`` for tier B, 2 for 2B-v1 and 2B), each ``(x, y, r)`` with
     ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - RMIN)`` (:mod:`causalplay.envs.physics_templates`).
 
     ## Observation Space
-    ``Dict(image=Box(0, 6, (256, 256), uint8), objects=Box(0, 1, (MAX_BODIES, 8), float32))``: the initial
+    ``Dict(image=Box(0, 6, (256, 256), uint8), objects=Box(0, 1, (n, 8), float32))`` (``n``: 10 for B and 2B, 16
+    for 2B-v1, :data:`TIER_BODIES`): the initial
     scene in PHYRE's 7 colour indices (row 0 at the top) and the object list (columns ``COLS``, scaled to
     [0, 1], zero rows after the last body). The observation does not change within an episode.
 
@@ -165,11 +174,13 @@ class PhysicsEnv(gym.Env):
     body) gives reward 0, ``info["invalid"] = True`` and the episode goes on (PHYRE does not count it).
 
     ## Arguments
-    ``tier`` ("B" or "2B"), ``templates`` (template indices to draw from; default all), ``n_tasks`` (task
-    indices ``0..n_tasks-1`` per template; default 100).
+    ``tier`` ("B", "2B-v1" or the deprecated "2B"), ``templates`` (template indices to draw from; default all),
+    ``n_tasks`` (task indices ``0..n_tasks-1`` per template; default 100).
 
     ## Version History
     * v0: initial version (25 templates, 100 tasks each).
+    * Physics2B-v1: every task needs both balls (two scaled template scenes side by side, a wall between, every
+      green body must touch a target; :mod:`causalplay.envs.physics_templates`); ``Physics2B-v0`` is deprecated.
     """
 
     metadata = {"render_modes": ["rgb_array"]}
@@ -183,7 +194,8 @@ class PhysicsEnv(gym.Env):
         self.templates = tuple(range(len(TEMPLATES)) if templates is None else templates)
         self.action_space = spaces.Box(0.0, 1.0, (3 * TIERS[tier],), np.float32)
         self.observation_space = spaces.Dict({"image": spaces.Box(0, 6, (256, 256), np.uint8),
-                                              "objects": spaces.Box(0.0, 1.0, (MAX_BODIES, len(COLS)), np.float32)})
+                                              "objects": spaces.Box(0.0, 1.0, (TIER_BODIES[tier], len(COLS)),
+                                                                    np.float32)})
 
     def _obs(self) -> dict:  # the object list scaled to [0, 1] (zero rows stay zero)
         return {"image": self.batch.image()[0], "objects": object_list(self.batch.obs()["scene"][0].numpy())}
@@ -208,7 +220,24 @@ class PhysicsEnv(gym.Env):
         return render_rgb(self.batch.image()[0])
 
 
-#: The entry points of ``causalplay/PhysicsB-v0`` and ``causalplay/Physics2B-v0``.
-make_b, make_2b = functools.partial(PhysicsEnv, tier="B"), functools.partial(PhysicsEnv, tier="2B")
+#: The entry points of ``causalplay/PhysicsB-v0`` and ``causalplay/Physics2B-v1``.
+make_b, make_2b = functools.partial(PhysicsEnv, tier="B"), functools.partial(PhysicsEnv, tier="2B-v1")
 #: The batch entry points of the same ids (``(batch_size, rng, **kwargs) -> PhysicsBatch``, see :func:`draw_batch`).
-batch_b, batch_2b = functools.partial(draw_batch, tier="B"), functools.partial(draw_batch, tier="2B")
+batch_b, batch_2b = functools.partial(draw_batch, tier="B"), functools.partial(draw_batch, tier="2B-v1")
+
+
+def _warn_2b_v0() -> None:
+    warnings.warn("causalplay/Physics2B-v0 is deprecated: most of its tasks fall to one ball; use "
+                  "causalplay/Physics2B-v1, whose tasks need both balls", FutureWarning, stacklevel=3)
+
+
+def make_2b_v0(**kwargs) -> PhysicsEnv:
+    """``causalplay/Physics2B-v0`` (deprecated, warns): tier-B scenes played with two balls."""
+    _warn_2b_v0()
+    return PhysicsEnv(tier="2B", **kwargs)
+
+
+def batch_2b_v0(batch_size: int, rng, **kwargs) -> PhysicsBatch:
+    """The batch entry point of ``causalplay/Physics2B-v0`` (deprecated, warns)."""
+    _warn_2b_v0()
+    return draw_batch(batch_size, rng, tier="2B", **kwargs)

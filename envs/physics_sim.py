@@ -150,13 +150,21 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
         bodies.append(body)
         if row[6]:
             dyn.append(body)
-    touching = [0]
+    # contacts per goal body: the relation holds when every goal body touches a target (one goal body in every
+    # template of tiers B and 2B; the two-ball tier 2B-v1 has one per half of the world)
+    goals = [b for b, row in zip(bodies, scene, strict=True) if row[7] == GOAL]
+    goal_of = {sh: g for g, b in enumerate(goals) for sh in b.shapes}
+    touching = [0] * max(len(goals), 1)
 
     def begin(arb, sp, data):
-        touching[0] += 1
+        a, b = arb.shapes
+        touching[goal_of.get(a, goal_of.get(b))] += 1
 
     def separate(arb, sp, data):
-        touching[0] -= 1
+        a, b = arb.shapes
+        g = goal_of.get(a, goal_of.get(b))
+        if g is not None:  # None only while a finished space is torn down (its shapes' wrappers already gone)
+            touching[g] -= 1
 
     space.on_collision(1, 2, begin=begin, separate=separate)
     rng = np.random.default_rng(seed) if noise > 0 else None
@@ -168,7 +176,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
         if record and (step - 1) % record == 0:
             frames.append([(b.position.x, b.position.y, b.angle) for b in bodies])
         raw(ptr, DT)
-        held = held + 1 if touching[0] > 0 else 0
+        held = held + 1 if min(touching) > 0 else 0
         if held >= need:
             solved = True
             break
@@ -183,7 +191,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
                 space.remove(b, *b.shapes)
                 live.remove(b)
             if all(b.is_sleeping for b in live):  # at rest: the contact state is final
-                solved = touching[0] > 0 and held + (n_steps - step) >= need
+                solved = min(touching) > 0 and held + (n_steps - step) >= need
                 break
     traj = None
     if record:

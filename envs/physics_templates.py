@@ -7,9 +7,17 @@ subset can be regenerated on its own. A draw is kept only when the scene without
 the goal and a search over the tier's action space **finds** an action that does; that action is stored with
 the task (:attr:`PhysicsTask.solution`). Rejected draws are redrawn from the next sub-seed.
 
-Tiers: ``B`` (one ball; an action is ``(x, y, r)`` in ``[0, 1]^3``) and ``2B`` (two balls, ``[0, 1]^6``). Both
-tiers use the same templates (unlike PHYRE-2B, whose templates need two balls); 2B tasks are drawn and
-verified with two-ball actions.
+Tiers: ``B`` (one ball; an action is ``(x, y, r)`` in ``[0, 1]^3``) and ``2B-v1`` (two balls, ``[0, 1]^6``),
+plus the deprecated ``2B`` (world version 0, ``causalplay/Physics2B-v0``).
+
+``2B-v1`` tasks **need both balls**. A 2B-v1 task of template ``t`` puts two tasks of ``t`` side by side, each
+scaled by :data:`HALF` into one half of the world, with a static wall of the world's full height between them;
+the goal relation holds when *every* green body touches a target (one per half) for the hold time at the same
+time. A ball lies in one half (it cannot overlap the wall), and neither half reaches its goal without an action
+(checked at generation), so no single ball solves a task; :func:`single_ball_search` confirms it by a dense grid
+search, and the stored solution (one ball per half, each found by the solvability search of its half, then
+checked together) solves it. ``2B`` (v0) draws a tier-B scene and verifies it with two-ball actions, so most of
+its tasks fall to one ball (hence its deprecation).
 
 Actions map to the world as ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - RMIN)``.
 """
@@ -27,13 +35,17 @@ import numpy as np
 
 from causalplay.core.metrics import stable_unit, template_folds
 
-from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, simulate
+from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, parts, simulate
 from .physics_sim import GOAL as G_
 
-__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "PhysicsTask", "to_balls", "make_task",
-           "task_keys", "get_task", "cached", "action_set", "folds", "task_split"]
+__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "HALF", "PhysicsTask", "to_balls",
+           "make_task", "task_keys", "get_task", "cached", "action_set", "folds", "task_split", "single_ball_search",
+           "single_ball_grid"]
 
-TIERS = {"B": 1, "2B": 2}
+TIERS = {"B": 1, "2B-v1": 2, "2B": 2}
+#: Scale of each half of a 2B-v1 task (a template's 10 x 10 scene drawn into 4.9 x 4.9), the wall's half-width,
+#: and the left edges of the two halves.
+HALF, WALL, HALVES = 0.49, 0.1, (0.0, 5.1)
 RMIN, RMAX = 0.25, 1.0
 N_TASKS = 100
 SEARCH = 3000  # actions tried per draw before it is rejected as unsolved
@@ -309,6 +321,57 @@ def search(scene: np.ndarray, m: int, rng, budget: int = SEARCH) -> np.ndarray |
     return None
 
 
+def _wall() -> list:
+    return _bar(W / 2, W / 2, 2 * WALL, W)
+
+
+def _half(rng, template: int, side: int) -> np.ndarray | None:
+    """One half of a 2B-v1 scene: a draw of ``template`` scaled by :data:`HALF` into half ``side`` (0 left,
+    1 right), or None when a body would reach past the half's edges."""
+    scene = np.asarray(_T[template][1](rng), dtype=np.float64)
+    scene[:, 1:5] *= HALF
+    scene[:, 1] += HALVES[side]
+    lo, hi = HALVES[side], HALVES[side] + HALF * W
+    for _, kind, cx, _cy, w, h, ang in parts(scene):
+        ext = w if kind == 0 else 0.5 * (abs(w * np.cos(ang)) + abs(h * np.sin(ang)))
+        if cx - ext < lo - 1e-9 or cx + ext > hi + 1e-9:
+            return None
+    return scene
+
+
+def _make_pair(template: int, index: int, max_draws: int) -> PhysicsTask:
+    """A 2B-v1 task (module docstring): each half is the first draw of its own sub-seed stream that stays in its
+    half, is not solved without an action and is solved by one ball in the half search; the halves' balls together
+    must solve the whole scene (their holds must overlap), else the right half is redrawn."""
+    halves, sols = [], []
+    for side in (0, 1):
+        draw = 0
+        while True:
+            if draw >= max_draws:
+                raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable 2B-v1 half {side} for task "
+                                   f"{index} in {max_draws} draws")
+            rng = np.random.default_rng(int(stable_unit(f"2B-v1:{template}:{index}:{side}:{draw}") * 2**63))
+            draw += 1
+            half = _half(rng, template, side)
+            if half is None:
+                continue
+            alone = np.concatenate([np.asarray([_wall()]), half])
+            if simulate(alone).solved:
+                continue
+            sol = search(alone, 1, rng)
+            if sol is None:
+                continue
+            if side == 1:
+                scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
+                both = np.concatenate([sols[0], sol])
+                if not simulate(scene, to_balls(both)).solved:
+                    continue
+            halves.append(half)
+            sols.append(sol)
+            break
+    return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, both)
+
+
 def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> PhysicsTask:
     """Task ``index`` of ``template`` in ``tier`` (see the module docstring); raises when ``max_draws`` draws in
     a row are unsolvable or already solved without an action."""
@@ -316,6 +379,8 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
         raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
     if not 0 <= template < len(_T):
         raise ValueError(f"template must lie in [0, {len(_T)}), got {template!r}")
+    if tier == "2B-v1":
+        return _make_pair(template, index, max_draws)
     for draw in range(max_draws):
         rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{draw}") * 2**63))
         scene = np.asarray(_T[template][1](rng), dtype=np.float64)
@@ -325,6 +390,26 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
         if sol is not None:
             return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, sol)
     raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable draw for task {index} in {max_draws} draws")
+
+
+def single_ball_grid(nx: int = 20, ny: int = 20, nr: int = 4) -> np.ndarray:
+    """The single-ball actions ``[nx * ny * nr, 3]`` of :func:`single_ball_search`: ball centres at the centres
+    of an ``nx x ny`` grid of cells over the world, each with ``nr`` radii evenly from ``RMIN`` to ``RMAX``."""
+    x, y = (np.arange(nx) + 0.5) / nx, (np.arange(ny) + 0.5) / ny
+    r = np.linspace(0.0, 1.0, nr)
+    return np.stack(np.meshgrid(x, y, r, indexing="ij"), -1).reshape(-1, 3)
+
+
+def single_ball_search(scene: np.ndarray, nx: int = 20, ny: int = 20, nr: int = 4) -> tuple[np.ndarray | None, int]:
+    """Every valid action of :func:`single_ball_grid` simulated on ``scene`` until one solves it: ``(the first
+    solving action or None, how many valid actions were simulated)``. The default grid is 1,600 actions (cells of
+    0.5 x 0.5 world units, radii 0.25, 0.5, 0.75, 1.0)."""
+    acts = single_ball_grid(nx, ny, nr)
+    acts = acts[~invalid(scene, to_balls(acts))]
+    for j, a in enumerate(acts):
+        if simulate(scene, to_balls(a), check=False).solved:
+            return a, j + 1
+    return None, len(acts)
 
 
 def task_keys(templates=None, n: int = N_TASKS) -> list[str]:

@@ -83,7 +83,7 @@ def test_render_uses_phyre_colours():
     assert abs((img == 2).sum() - math.pi * 100) < 0.05 * math.pi * 100
 
 
-@pytest.mark.parametrize("tier", ["B", "2B"])
+@pytest.mark.parametrize("tier", ["B", "2B-v1", "2B"])
 def test_every_template_is_solvable_and_deterministic(tier):
     """Task 0 of every template: the stored solution solves it, the empty scene does not, regeneration matches."""
     m = 1 if tier == "B" else 2

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from causalplay.core.metrics import auccess, stable_unit, success_curve
-from causalplay.envs.physics import BUDGET, PhysicsBatch
+from causalplay.envs.physics import BUDGET, TIER_OF_ID, PhysicsBatch
 from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, folds, get_task, task_keys
 
 from .family import Family, build_agent
@@ -30,8 +30,10 @@ _OPTIONS = {"fold": 0, "setting": "within", "templates": None, "n_tasks": N_TASK
 
 
 def tier_of(env_id: str) -> str:
-    """``"B"`` or ``"2B"``: the tier a physics id names (``causalplay/Physics<tier>-v<N>``)."""
-    return env_id.split("/Physics")[-1].split("-")[0]
+    """``"B"``, ``"2B-v1"`` or ``"2B"`` (deprecated ``Physics2B-v0``): the tier a physics id plays."""
+    if env_id not in TIER_OF_ID:
+        raise ValueError(f"{env_id!r} is not a physics id; expected one of {list(TIER_OF_ID)}")
+    return TIER_OF_ID[env_id]
 
 
 def fold_tasks(tier: str, fold: int, setting: str, templates=None,
