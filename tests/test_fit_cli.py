@@ -60,6 +60,10 @@ def test_fit_writes_the_apis_comparison_its_plot_and_the_fits(tmp_path):
     # the saved fits rebuild the fits
     again = load_fit(out / "fits" / "eig_sweep.nc", fit_data)
     np.testing.assert_array_equal(again.raw["beta_mu"].numpy(), fits["eig_sweep"].raw["beta_mu"].numpy())
+    # with the held-out participants' predictions, the same as the API's
+    want_pred = fits["eig_sweep"].predict(held, seed=0).predictions
+    np.testing.assert_array_equal(again.idata.predictions["choice"].values, want_pred["choice"].values)
+    assert list(again.idata.predictions["participant"].values) == held.ids
 
 
 @pytest.mark.parametrize("args, says", [

@@ -97,6 +97,8 @@ def fit_cmd(
     for m in names:
         f = fits[m] = fit(fit_data, m, method=method, judgement=judgement, seed=seed, **kw)
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", m)
+        if held is not None:  # the held-out participants' predictions go in the file with the fit
+            f.idata.extend(f.predict(held, seed=seed))
         f.idata.to_netcdf(out / "fits" / f"{safe}.nc")
         d_ = f.diagnostics(warn=False)
         typer.echo(f"{m}: {method.upper()} {f.seconds:.0f} s, " + ("diagnostics ok" if d_["ok"] else

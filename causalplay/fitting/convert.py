@@ -78,8 +78,10 @@ def _decision_coords(feats: Features) -> dict:
 
 
 def _dataset(values: dict, dims: dict, coords: dict, sample: tuple[int, int] | None, attrs: dict | None = None):
-    """An xarray Dataset of ``values`` (``sample``: leading ``(chains, draws)`` dims) with the coords it uses."""
+    """An xarray Dataset of ``values`` (``sample``: leading ``(chains, draws)`` dims) with the coords it uses and
+    ArviZ's usual attributes (``created_at``, ``arviz_version``)."""
     import xarray as xr
+    from arviz.data.base import make_attrs
 
     lead = () if sample is None else ("chain", "draw")
     data_vars = {k: (lead + tuple(dims.get(k, ())), np.asarray(v)) for k, v in values.items()}
@@ -87,7 +89,7 @@ def _dataset(values: dict, dims: dict, coords: dict, sample: tuple[int, int] | N
     cs = {k: v for k, v in coords.items() if k in used or (isinstance(v, tuple) and v[0] in used)}
     if sample is not None:
         cs.update(chain=np.arange(sample[0]), draw=np.arange(sample[1]))
-    return xr.Dataset(data_vars, coords=cs, attrs=dict(attrs or {}))
+    return xr.Dataset(data_vars, coords=cs, attrs=make_attrs(attrs))
 
 
 def _true_blickets(data) -> np.ndarray:
@@ -153,11 +155,9 @@ def to_idata(par: Parameterisation, feats: Features, raw: dict, judgements: bool
         ss = {"diverging": np.asarray(diverging, dtype=bool), **(stats or {})}
         groups["sample_stats"] = _dataset(ss, {}, coords, (C, S))
     elif elbo is not None:
-        import xarray as xr
-
-        groups["sample_stats"] = xr.Dataset(
-            {"elbo": ("svi_step", np.asarray(elbo, dtype=float))}, coords={"svi_step": np.arange(len(elbo))},
-            attrs={"description": "SVI: the ELBO estimate (one guide draw, nats up to a constant) at every "
+        groups["sample_stats"] = _dataset(
+            {"elbo": np.asarray(elbo, dtype=float)}, {"elbo": ["svi_step"]}, {"svi_step": np.arange(len(elbo))},
+            None, {"description": "SVI: the ELBO estimate (one guide draw, nats up to a constant) at every "
                                   "optimisation step; the posterior draws are independent draws of the fitted "
                                   "guide and have no sampler statistics"})
     return az.InferenceData(**groups)
