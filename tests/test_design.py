@@ -29,6 +29,10 @@ def test_the_machine():
     assert d.lit_table().tolist() == want
     assert [d.lights([j for j in range(3) if c >> j & 1]) for c in range(8)] == want
     assert Design(3, (), "disjunctive").lit_table().tolist() == [False] * 8
+    from causalplay.design.predict import _lit_tables
+
+    ds = [d, Design(3, (), "disjunctive"), Design(3, (1,), "disjunctive"), Design(3, (0, 1, 2), "threshold3")]
+    assert _lit_tables(ds).tolist() == [x.lit_table().tolist() for x in ds]
 
 
 @pytest.mark.parametrize("kwargs, err, match", [

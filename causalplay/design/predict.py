@@ -23,6 +23,7 @@ from ..core import _validate as V
 from ..core._validate import codes_to_vectors, set_to_code
 from ..core.design import Design
 from ..core.exact import log_likelihood
+from ..core.rules import make_rule
 from ..core.ties import argmax_tol
 from ..models.choice import LearnerConfig, step_features
 from ..models.choice.base import told_set_prior
@@ -69,6 +70,23 @@ def population_draws(fit: Fit, draws: int, seed: int = 0) -> dict[str, torch.Ten
     return {k: v[:, 0] for k, v in fit.par.theta(raw, 1).items()}
 
 
+def _lit_tables(designs: list[Design]) -> torch.Tensor:
+    """``bool [designs, 2**N]``: whether each design's machine lights for each set (as ``Design.lit_table``, batched:
+    blickets on the machine per set and design, then each rule's response)."""
+    n = designs[0].n_objects
+    sets = codes_to_vectors(torch.arange(2**n), n).to(_F64)  # [S, N]
+    member = torch.zeros(len(designs), n, dtype=_F64)
+    for i, d in enumerate(designs):
+        member[i, list(d.blickets)] = 1.0
+    counts = member @ sets.T  # [designs, S]
+    out = torch.zeros(counts.shape, dtype=torch.bool)
+    rules = [d.rule for d in designs]
+    for r in set(rules):
+        rows = torch.tensor([i for i, x in enumerate(rules) if x == r])
+        out[rows] = make_rule(r).p_lit(counts[rows]) > 0.5
+    return out
+
+
 class _Rows:
     """``R`` partial histories (design index, the design's demonstrations, then own tests), advanced in place."""
 
@@ -78,8 +96,7 @@ class _Rows:
         self.S = 2**self.n
         self.design = index  # [R] design of each row
         self.own: list[torch.Tensor] = []  # codes of the own tests so far, one [R] tensor per step
-        lit = torch.stack([d.lit_table() for d in designs])  # [designs, S]
-        self.lit = lit
+        self.lit = _lit_tables(designs)  # [designs, S]
         self.told = [d.n_blickets_told for d in designs]
         self.budget = torch.tensor([d.max_tests if d.max_tests is not None else 2**62 for d in designs])
 
