@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -19,6 +20,7 @@ import torch
 from ..core import _validate as V
 from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi, show_progress
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
+from .identify import POOLING_MAX, pooling_factors
 from .parameterisation import Parameterisation
 
 if TYPE_CHECKING:
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from ..data import TrialData
 
 __all__ = ["fit", "load_fit", "Fit", "ConvergenceWarning", "log_density", "pyro_model"]
+
+
+_log = logging.getLogger(__name__)
 
 
 class ConvergenceWarning(UserWarning):
@@ -235,11 +240,19 @@ class Fit:
         return pd.DataFrame(rows)
 
     def summary(self, **kw) -> pd.DataFrame:
-        """``az.summary`` of the group-level and shared parameters (participant-level ones with ``var_names``)."""
+        """``az.summary`` of the group-level and shared parameters (participant-level ones with ``var_names``).
+
+        Rows: ``<name>_mu`` and ``<name>_sigma``, the population mean and sd of a participant-level parameter on
+        its unconstrained scale (before ``exp``/``sigmoid``; see the priors table of docs/human-data.md), and each
+        shared parameter on its natural scale (``lapse``, ``rho``, ...). The sampler's own site of a shared
+        parameter, ``<name>_raw`` (the unconstrained value; the same numbers as ``<name>`` where there is no
+        transform), is left out; ``var_names=`` chooses other rows.
+        """
         import arviz as az
 
+        shared_raw = {p.name + "_raw" for p in self.model.all_params() if p.level == "shared"}
         kw.setdefault("var_names", [v for v in self.idata.posterior.data_vars
-                                    if "participant" not in self.idata.posterior[v].dims])
+                                    if "participant" not in self.idata.posterior[v].dims and v not in shared_raw])
         if self.idata.posterior.sizes["chain"] < 2:
             kw.setdefault("kind", "stats")  # one chain (SVI): no R-hat/ESS to report
         return az.summary(self.idata, **kw)
@@ -262,7 +275,9 @@ class Fit:
         or NUTSOptions) an SVI fit is also compared with a short NUTS fit (:meth:`nuts_check`).
 
         ``problems`` name each miss and ``advice`` says what to change; with ``warn`` a :class:`ConvergenceWarning`
-        carries both.
+        carries both. NUTS fits also report ``pooling``, the pooling factor of each participant-level parameter
+        (:func:`causalplay.fitting.identify.pooling_factors`; hierarchical fits), and ``unidentified``, those at
+        0.9 or above: the data do not set them per participant, and the advice is to share them.
         """
         import arviz as az
 
@@ -289,6 +304,8 @@ class Fit:
                 problems.append(f"{out['divergences']} divergent transitions")
             if out["chains"] < 2:
                 problems.append("R-hat needs at least 2 chains")
+            out["pooling"] = pooling_factors(self.par, self.raw)
+            out["unidentified"] = {k: v for k, v in out["pooling"].items() if v >= POOLING_MAX}
             if problems:
                 advice = self._nuts_advice(out)
         elif "elbo_losses" in self.extra:  # (a fit rebuilt from a file saved without an ELBO trace has none)
@@ -334,13 +351,21 @@ class Fit:
                        if opts.target_accept < 0.995 else "reparameterise (share a parameter, below)")
         if d.get("rhat_max", 1.0) > 1.01 or d.get("ess_bulk_min", np.inf) < 400 or d["chains"] < 2:
             out.append(f"run longer: nuts=NUTSOptions(chains={max(opts.chains, 4)}, draws={2 * opts.draws})")
-        # funnels: a participant-level parameter whose population spread sits near 0 mixes badly; share it
+        # participant-level parameters the data do not set per participant (pooling factor >= POOLING_MAX), and
+        # funnels (a population spread near 0): NUTS mixes badly in both, for nothing the data can show; share them
         flat = self.flat_raw()
-        narrow = [p.name for p in self.model.all_params() if p.level == "participant"
-                  and f"{p.name}_sigma" in flat and float(flat[f"{p.name}_sigma"].median()) < 0.3]
+        weak = d.get("unidentified", {})
+        narrow = [p.name for p in self.model.all_params() if p.level == "participant" and (
+            p.name in weak or f"{p.name}_sigma" in flat and float(flat[f"{p.name}_sigma"].median()) < 0.3)]
         if narrow:
-            out.append(f"the population spread of {', '.join(narrow)} is near 0 (a funnel NUTS mixes badly in): "
-                       f"share {'it' if len(narrow) == 1 else 'them'}: model={self.model.with_shared(narrow).name!r}")
+            why = []
+            if weak:
+                why.append(f"{', '.join(f'{k} (pooling factor {v:.2f})' for k, v in weak.items())} "
+                           f"{'is' if len(weak) == 1 else 'are'} not identified per participant by these data")
+            if funnel := [n for n in narrow if n not in weak]:
+                why.append(f"the population spread of {', '.join(funnel)} is near 0 (a funnel NUTS mixes badly in)")
+            out.append(f"{'; '.join(why)}: share {'it' if len(narrow) == 1 else 'them'}: "
+                       f"model={self.model.with_shared(narrow).name!r}")
         return out
 
     def nuts_check(self, nuts: NUTSOptions | None = None) -> pd.DataFrame:
@@ -411,7 +436,9 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     nuts, svi : NUTSOptions, SVIOptions
         Settings of the method (defaults: 4 chains x (500 warm-up + 1000 draws), a progress bar per chain in
         interactive use, and the fit run again at target acceptance 0.95, then 0.99, while it misses the
-        convergence criteria; SVI: 1500 steps, a progress bar with the ELBO).
+        convergence criteria -- unless a participant-level parameter is not identified per participant (pooling
+        factor >= 0.9, :mod:`causalplay.fitting.identify`): smaller steps cannot fix that, so the retries are
+        skipped and the warning names the model with it shared; SVI: 1500 steps, a progress bar with the ELBO).
     judgement : {"sample", "softmax"}, optional
         Judgement model (default: the model's own, posterior sampling).
     judgements : bool
@@ -468,6 +495,15 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
             break
         d = f.diagnostics(warn=False)
         if d["ok"]:
+            break
+        if d["unidentified"]:
+            # Smaller steps cannot give these parameters per-participant values the data do not hold: the ladder
+            # would spend two more fits (25 minutes of the Nexiom fit on 2 cores) to miss again. Stop; the
+            # ConvergenceWarning says which model to fit instead.
+            _log.warning("NUTS of %s at target acceptance %s: %s; %s not identified per participant (pooling "
+                         "factor >= %s), so the retries at %s are skipped: fit model=%r instead", cm.name, accept,
+                         "; ".join(d["problems"]), ", ".join(d["unidentified"]), POOLING_MAX,
+                         ", ".join(map(str, ladder[len(attempts) + 1:])), cm.with_shared(list(d["unidentified"])).name)
             break
         if show_progress(opts.progress):
             print(f"NUTS of {cm.name} at target acceptance {accept}: {'; '.join(d['problems'])}; fitting again at "
