@@ -16,7 +16,7 @@ may be shared). Results go to ``runs/bench_design/results.json`` after every cas
 
 Usage::
 
-    python benchmarks/bench_design.py [--designs 1000] [--draws 200] [--repeats 3]
+    python benchmarks/bench_design.py [--designs 1000] [--draws 200] [--repeats 3] [--cases K1_exact]
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--svi-steps", type=int, default=1500)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cases", default="K1_exact,K2_exact,K3_exact,K2_mc,K3_mc", help="which cases to time")
     ap.add_argument("--out", default="runs/bench_design/results.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -76,7 +77,7 @@ def main() -> None:
     cases = [("K1_exact", 1, "exact", a.designs), ("K2_exact", 2, "exact", a.designs_k2),
              ("K3_exact", 3, "exact", a.designs_k3), ("K2_mc", 2, "mc", a.designs_mc),
              ("K3_mc", 3, "mc", a.designs_mc)]
-    for name, K, method, n in cases:
+    for name, K, method, n in [c for c in cases if c[0] in a.cases.split(",")]:
         designs = [space[i] for i in pick[:n]]
         load = os.getloadavg()[0]
         u, wall, cpu = timed(lambda d=designs, K=K, m=method: utility(fits, d, choices=K, draws=a.draws, method=m,

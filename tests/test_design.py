@@ -81,6 +81,19 @@ def test_nexiom_designs_are_the_shipped_worlds():
         Design.nexiom("conjunctive", (1,))
 
 
+def test_designs_of_the_example_folder():
+    """The example folder's S04 watched {0, 3} light and {0, 1} stay dark and was told 2 blickets (tests.csv,
+    participants.csv); S03 was told nothing."""
+    from causalplay.data import example_folder, load_trials
+
+    ds = designs_of(load_trials(example_folder()))
+    assert ds["S04"] == Design(4, (0, 3), "conjunctive", demonstrations=[((0, 3), True), ((0, 1), False)],
+                               n_blickets_told=2)
+    assert ds["S03"] == Design(4, (1, 2), "disjunctive")
+    with pytest.raises(TypeError, match="TrialData"):
+        designs_of([1, 2])
+
+
 def test_simulator_and_fit_read_the_design():
     """Simulated participants under designs with demonstrations, a told count and a budget: the data carry the
     demonstrations as source=demonstration rows, designs_of reads back the same designs, the budget holds, and
