@@ -358,8 +358,8 @@ class Beliefs:
         return self._batch.to_frame().drop(columns="episode")
 
     def plot(self, ax=None, *, labels=None, title: str | None = None):
-        """Bars of the blicket marginals and the rule posterior; returns the matplotlib Figure (drawn on ``ax`` if
-        given, else on a new Figure; pyplot and the backend are left alone). See
+        """Bars of the blicket marginals and the rule posterior; returns the matplotlib Axes (``ax`` if given,
+        else that of a new figure; the backend is left alone). See
         :func:`causalplay.core.plots.plot_beliefs`."""
         from .plots import plot_beliefs
 

@@ -466,8 +466,8 @@ class OverhypothesisPosterior:
 
     def plot(self, ax=None, *, sequences=None, title: str | None = None, n_draws: int = 2000, seed: int = 0):
         """The posterior over the shared overhypothesis, one curve per sequence (rules form: the density of each
-        rule's weight on a new machine; sigmoid: draws of bias and log gain); returns the matplotlib Figure (drawn
-        on ``ax`` if given; pyplot and the backend are left alone). See
+        rule's weight on a new machine; sigmoid: draws of bias and log gain); returns the matplotlib Axes (``ax``
+        if given, else that of a new figure; the backend is left alone). See
         :func:`causalplay.core.plots.plot_overhypothesis`."""
         from .plots import plot_overhypothesis
 

@@ -1,9 +1,11 @@
 """Plots of beliefs and overhypothesis posteriors (matplotlib, imported on first use).
 
-Both draw on the ``ax=`` the caller gives, or on a new figure, and return the figure. They never import
+Both draw on the ``ax=`` the caller gives, or on a new figure, and return the Axes (as pandas' and ArviZ's plots
+do; the figure is ``ax.figure``). They never import
 :mod:`matplotlib.pyplot` and never change the backend or any global setting: the new figure is a plain
 :class:`matplotlib.figure.Figure` (``fig.savefig(...)``), or, where the caller has already imported pyplot (a
-notebook, an interactive session), one made by ``pyplot.figure`` so that it shows as the caller's other figures do.
+notebook, an interactive session), one made by ``pyplot.figure`` so that it shows (once) as the caller's other
+figures do.
 ``Beliefs.plot`` and ``OverhypothesisPosterior.plot`` call them.
 """
 
@@ -19,7 +21,6 @@ from ._validate import integer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 __all__ = ["plot_beliefs", "plot_overhypothesis"]
 
@@ -38,7 +39,7 @@ def _axes(ax, figsize: tuple[float, float]) -> Axes:
 
 
 def plot_beliefs(beliefs, ax: Axes | None = None, *, labels: Sequence[str] | None = None,
-                 title: str | None = None) -> Figure:
+                 title: str | None = None) -> Axes:
     """Bars of P(object i is a blicket) for every object, then of the posterior probability of every rule.
 
     Parameters
@@ -53,9 +54,9 @@ def plot_beliefs(beliefs, ax: Axes | None = None, *, labels: Sequence[str] | Non
 
     Returns
     -------
-    matplotlib.figure.Figure
-        The figure of ``ax``; its bars are ``fig.axes[0].patches`` (objects first, then rules, in the order of
-        ``beliefs.rule_prob``).
+    matplotlib.axes.Axes
+        ``ax``, or the Axes of the new figure (``ax.figure``); its bars are ``ax.patches`` (objects first, then
+        rules, in the order of ``beliefs.rule_prob``).
     """
     p_obj = np.asarray(beliefs.blicket_prob, dtype=float)
     rules = beliefs.rule_prob
@@ -75,11 +76,11 @@ def plot_beliefs(beliefs, ax: Axes | None = None, *, labels: Sequence[str] | Non
     ax.legend(fontsize=8, loc="upper right", framealpha=0.8)
     if title is not None:
         ax.set_title(title)
-    return ax.figure
+    return ax
 
 
 def plot_overhypothesis(post, ax: Axes | None = None, *, sequences: Sequence[int] | None = None,
-                        title: str | None = None, n_draws: int = 2000, seed: int = 0) -> Figure:
+                        title: str | None = None, n_draws: int = 2000, seed: int = 0) -> Axes:
     """The posterior over what the machines share, one curve (or cloud) per sequence.
 
     Rules form: the density of the weight ``theta[rule]`` a new machine's rule has (exact posteriors: the Beta
@@ -100,7 +101,7 @@ def plot_overhypothesis(post, ax: Axes | None = None, *, sequences: Sequence[int
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
     """
     idx = list(range(post.batch_size)) if sequences is None else [
         integer(i, "sequences[]", low=0, high=post.batch_size - 1) for i in sequences]
@@ -138,4 +139,4 @@ def plot_overhypothesis(post, ax: Axes | None = None, *, sequences: Sequence[int
         ax.legend(fontsize=8)
     if title is not None:
         ax.set_title(title)
-    return ax.figure
+    return ax
