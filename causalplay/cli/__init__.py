@@ -8,7 +8,7 @@ import typer
 
 from causalplay.core._version import __version__
 
-from . import bench, fit, render, serve, train
+from . import bench, design, fit, render, serve, train
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Causal learning on the Blicket detector.")
 
@@ -42,3 +42,7 @@ app.command("serve")(serve.serve_cmd)
 app.command("export")(serve.export_cmd)
 app.command("fit")(fit.fit_cmd)
 app.command("check-data")(fit.check_data_cmd)
+app.command("fit-cv")(fit.fit_cv_cmd)
+app.command("fit-recovery")(fit.fit_recovery_cmd)
+app.command("fit-ppc")(fit.fit_ppc_cmd)
+app.command("design")(design.design_cmd)
