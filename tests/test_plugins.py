@@ -46,7 +46,7 @@ def site(tmp_path_factory) -> Path:
 
 def _cli(site: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "COLUMNS": "400"}  # no wrapped messages
     return subprocess.run([sys.executable, "-m", "causalplay", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=site)
 
@@ -200,6 +200,15 @@ def test_broken_plugin_is_reported_with_its_distribution(tmp_path, monkeypatch):
         get_family("broken")
     res = _cli(tmp_path, "bench", "--agents", "broken-agent", "--episodes", "1", "--out", str(tmp_path / "o"))
     assert res.returncode == 2 and "broken-dist 2.0" in res.stderr and "Traceback" not in res.stderr
+    # an id no built-in family has is looked for among the plug-in families: the broken one is named
+    res = _cli(tmp_path, "bench", "--env", "example/Nope-v0", "--out", str(tmp_path / "o"))
+    assert res.returncode == 2 and "broken-dist 2.0" in res.stderr and "Traceback" not in res.stderr
+    # the listing shows the broken family with the reason, and everything else
+    res = _cli(tmp_path, "bench", "--list-agents")
+    assert res.returncode == 0, res.stderr
+    assert "family broken (broken-dist 2.0 (no_such_module_xyz:FAMILY)): plug-in 'broken'" in res.stdout
+    assert "  broken-agent           broken-dist 2.0 (no_such_module_xyz:Agent)" in res.stdout
+    assert "family blicket (causalplay)" in res.stdout
 
 
 def test_plugin_agent_refused_for_families_it_does_not_play(site, monkeypatch):

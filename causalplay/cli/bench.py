@@ -59,15 +59,22 @@ def list_agents() -> str:
     text of ``causalplay bench --list-agents``). Plug-ins are listed from their distributions' metadata; a plug-in
     family is imported to read its ids and agents."""
     from causalplay.agents import agent_plugins, agent_registry
-    from causalplay.envs.families import families
+    from causalplay.core.plugins import PluginError
+    from causalplay.envs.families import families, family_plugins, get_family
 
     def where(ref) -> str:
         if isinstance(ref, str):
             return ref
         return f"{ref.__module__}:{ref.__qualname__}"
 
-    lines = []
-    for fam in families():
+    lines, fams = [], list(families(load_plugins=False))
+    for name, p in family_plugins().items():
+        if name not in {f.name for f in fams}:
+            try:
+                fams.append(get_family(name))
+            except PluginError as err:  # listed with the reason; the other plug-ins still work
+                lines.append(f"family {name} ({p.source}): {err}")
+    for fam in fams:
         lines.append(f"family {fam.name} ({fam.source}): {', '.join(fam.ids)}")
         own = agent_registry(fam.name)
         for name, ref in own.items():
@@ -96,7 +103,7 @@ def _envs_cb(value: str) -> str:
     ids = [e.strip() for e in value.split(",") if e.strip()]
     if not ids:
         raise typer.BadParameter("give at least one environment id")
-    with usage_errors():
+    with usage_errors(errors=(ValueError, ImportError)):  # ImportError: a plug-in family that fails to import
         for e in ids:
             check_env(e)
     return value
