@@ -106,7 +106,7 @@ def add_balls(scene: np.ndarray, balls: np.ndarray) -> np.ndarray:
 
 def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elasticity: float = ELASTICITY,
              density=DENSITY, gravity: float = G, noise: float = 0.0, seed: int = 0, record: int = 0,
-             horizon: float = HORIZON, check: bool = True) -> Rollout:
+             horizon: float = HORIZON, check: bool = True, stop_decided: bool = False) -> Rollout:
     """Run one scene (plus an action's ``balls [m, 3]``) for ``horizon`` seconds; see the module docstring.
 
     ``friction``, ``elasticity`` are the shapes' coefficients (Chipmunk multiplies the two of a contact);
@@ -114,6 +114,8 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     dynamics: every 0.1 s each awake dynamic body's velocity is perturbed by ``N(0, (noise |v|)^2)`` per axis
     (``seed`` fixes the draws); the internal model of :mod:`causalplay.models.physics` uses it.
     ``check=False`` skips the validity test (the caller did it, batched, with :func:`invalid`).
+    ``stop_decided=True`` (without ``record``) also stops once the goal can no longer hold for :data:`HOLD`
+    before the horizon (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller.
     """
     import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
     from pymunk._chipmunk import lib as _cp
@@ -170,27 +172,43 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     rng = np.random.default_rng(seed) if noise > 0 else None
     n_steps, need = int(round(horizon / DT)), int(round(HOLD / DT))
     frames, held, solved, live = [], 0, False, list(dyn)
+    early = stop_decided and not record
     space.step(0.0)  # pymunk's own checks (masses set); later steps call Chipmunk directly (half the overhead)
     raw, ptr = _cp.cpSpaceStep, space._space
+    # the per-step bookkeeping through Chipmunk's C calls (what pymunk's properties call, without their Python
+    # wrappers); the noise normals come from a block drawn ahead and used in order, the same values one-by-one
+    # draws would give
+    get_pos, get_vel, set_vel, asleep = (_cp.cpBodyGetPosition, _cp.cpBodyGetVelocity, _cp.cpBodySetVelocity,
+                                         _cp.cpBodyIsSleeping)
+    live_p = [b._body for b in live]
+    one = len(touching) == 1
+    z, zi = (rng.standard_normal(64), 0) if rng is not None else (None, 0)
     for step in range(1, n_steps + 1):
         if record and (step - 1) % record == 0:
             frames.append([(b.position.x, b.position.y, b.angle) for b in bodies])
         raw(ptr, DT)
-        held = held + 1 if min(touching) > 0 else 0
+        held = held + 1 if (touching[0] if one else min(touching)) > 0 else 0
         if held >= need:
             solved = True
             break
+        if early and held + (n_steps - step) < need:  # the hold cannot be completed any more
+            break
         if step % 6 == 0:
             if rng is not None:
-                for b in live:
-                    if not b.is_sleeping:
-                        vx, vy = b.velocity
+                for bp in live_p:
+                    if not asleep(bp):
+                        v = get_vel(bp)
+                        vx, vy = v.x, v.y
                         sd = noise * (vx * vx + vy * vy) ** 0.5
-                        b.velocity = (vx + sd * rng.standard_normal(), vy + sd * rng.standard_normal())
-            for b in [b for b in live if b.position.y < -1.0]:  # left the world
-                space.remove(b, *b.shapes)
-                live.remove(b)
-            if all(b.is_sleeping for b in live):  # at rest: the contact state is final
+                        if zi + 2 > len(z):
+                            z, zi = np.concatenate([z[zi:], rng.standard_normal(64)]), 0
+                        set_vel(bp, (vx + sd * float(z[zi]), vy + sd * float(z[zi + 1])))
+                        zi += 2
+            gone = [j for j, bp in enumerate(live_p) if get_pos(bp).y < -1.0]
+            for j in reversed(gone):  # left the world
+                space.remove(live[j], *live[j].shapes)
+                del live[j], live_p[j]
+            if all(asleep(bp) for bp in live_p):  # at rest: the contact state is final
                 solved = min(touching) > 0 and held + (n_steps - step) >= need
                 break
     traj = None

@@ -191,3 +191,25 @@ def test_cli_bench_plays_the_folds_asked_for(tmp_path, monkeypatch):
     for folds, env, agent in (("12", ENV, "rand"), ("0-x", ENV, "rand"), ("0", "causalplay/IVRE-v0", "random")):
         bad = cli.invoke(app, ["bench", "--env", env, "--agents", agent, "--folds", folds, "--out", out])
         assert bad.exit_code == 2 and "--folds" in bad.output, bad.output
+
+
+def test_ssup_early_stop_gives_the_same_plays():
+    """ssup with each candidate rollout stopped once its outcome is decided plays exactly as with full rollouts
+    (same seed, 5 attempts on 3 tasks); and on noisy rollouts the early stop never changes an outcome."""
+    tasks = [get_task("B", k) for k in ("00:004", "10:001", "13:000")]
+    recs = []
+    for early in (False, True):
+        ag = SsupAgent(seed=3, n_cand=6, early_stop=early)
+        ag.train("B", [], "cross")
+        recs.append(play(PhysicsBatch(tasks, "B", budget=5, record=ag.record), ag))
+    for c in ("solved_at", "attempts", "invalid"):
+        assert np.array_equal(recs[0][c], recs[1][c])
+    rng, shorter = np.random.default_rng(0), 0
+    for t in tasks:
+        for a in rng.random((6, 3)):
+            kw = {"noise": 0.03, "seed": int(rng.integers(100)), "check": True}
+            full = simulate(t.scene, a * [W, W, 0.75] + [0, 0, 0.25], **kw)
+            early = simulate(t.scene, a * [W, W, 0.75] + [0, 0, 0.25], stop_decided=True, **kw)
+            assert (full.valid, full.solved) == (early.valid, early.solved) and early.steps <= full.steps
+            shorter += early.steps < full.steps
+    assert shorter > 0  # the stop did cut some rollouts short

@@ -221,11 +221,12 @@ def _kinds(scene: np.ndarray) -> np.ndarray:
     return np.repeat(role, len(RELATIONS)) * len(RELATIONS) + np.tile(np.arange(len(RELATIONS)), len(dyn))
 
 
-def _sim(scene: np.ndarray, balls: np.ndarray):
-    """The internal model's simulator: ``density`` scales the scene's bodies, the agent's balls keep 1."""
+def _sim(scene: np.ndarray, balls: np.ndarray, stop_decided: bool = False):
+    """The internal model's simulator: ``density`` scales the scene's bodies, the agent's balls keep 1;
+    ``stop_decided``: a rollout without a recorded trajectory stops once its outcome is decided."""
     def sim(density: float, **kw):
-        return simulate(scene, balls, density=np.r_[np.full(len(scene), density), np.ones(len(balls))],
-                        check=False, **kw)
+        return simulate(scene, balls, density=np.concatenate([np.full(len(scene), density), np.ones(len(balls))]),
+                        check=False, stop_decided=stop_decided, **kw)
 
     return sim
 
@@ -247,15 +248,18 @@ class SsupAgent(PhysicsAgent):
     ``accept``; one round once 10 attempts have failed, which bounds the cost of a task it cannot solve). After
     a failure: the particles are reweighted by the likelihood of the observed trajectory (likelihood
     weighting, resampled when the effective sample size halves), the failed component's prior weight is
-    multiplied by ``decay`` and candidates within ``tabu`` of a failed action are dropped.
+    multiplied by ``decay`` and candidates within ``tabu`` of a failed action are dropped. ``early_stop``: each
+    candidate rollout stops once its outcome is decided (the same choices; ``False`` runs every rollout to its
+    natural end, for ``benchmarks/bench_ssup.py``).
     """
 
     name = "ssup"
 
     def __init__(self, seed: int = 0, n_cand: int = 16, n_sims: int = 2, rounds: int = 4, accept: float = 0.5,
                  decay: float = 0.5, tabu: float = 0.04, particles: int = 8, noise: float = 0.03,
-                 hierarchical: bool = True, calib_sd: float = 1.0):
+                 hierarchical: bool = True, calib_sd: float = 1.0, early_stop: bool = True):
         super().__init__(seed)
+        self.early_stop = early_stop
         self.n_cand, self.n_sims, self.rounds, self.accept, self.decay, self.tabu = (n_cand, n_sims, rounds,
                                                                                     accept, decay, tabu)
         self.P, self.hierarchical, self.calib_sd = particles, hierarchical, calib_sd
@@ -332,7 +336,7 @@ class SsupAgent(PhysicsAgent):
         for k, a in enumerate(acts):
             idx = self.rng.choice(self.P, self.n_sims, p=w / w.sum())
             parts = {n: v[idx] for n, v in self.belief[b].items()}
-            sims = simulate_particles(_sim(scene, to_balls(a)), parts, self.prior.noise,
+            sims = simulate_particles(_sim(scene, to_balls(a), self.early_stop), parts, self.prior.noise,
                                       int(self.rng.integers(2**31)))
             p[k] = np.mean([s.solved for s in sims])
         return p
