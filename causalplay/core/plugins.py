@@ -20,6 +20,7 @@ same names from the installed metadata, so an agent that runs in the driver runs
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -59,15 +60,23 @@ class Plugin:
 
 
 def plugins(group: str) -> dict[str, Plugin]:
-    """The entry points of ``group`` installed in this environment, by name (read from the distributions'
-    metadata on every call: cheap, and a worker sees what its own environment has installed). The first
-    distribution that declares a name wins, as :func:`importlib.metadata.entry_points` orders them."""
-    out: dict[str, Plugin] = {}
-    for ep in metadata.entry_points(group=group):
-        if ep.name not in out:
-            dist = ep.dist
-            out[ep.name] = Plugin(ep.name, ep.value, group, dist.name if dist else "?", dist.version if dist else "?")
-    return out
+    """The entry points of ``group`` installed in this environment, by name. The distributions' metadata is read
+    once per process and ``sys.path`` (a scan of every installed distribution takes tens of milliseconds, and a
+    benchmark asks for agents by name many times); each worker reads its own environment's. The first distribution
+    that declares a name wins, as :func:`importlib.metadata.entry_points` orders them."""
+    key = (group, tuple(sys.path))
+    if key not in _SCANNED:
+        out: dict[str, Plugin] = {}
+        for ep in metadata.entry_points(group=group):
+            if ep.name not in out:
+                dist = ep.dist
+                out[ep.name] = Plugin(ep.name, ep.value, group, dist.name if dist else "?",
+                                      dist.version if dist else "?")
+        _SCANNED[key] = out
+    return dict(_SCANNED[key])
+
+
+_SCANNED: dict[tuple, dict[str, Plugin]] = {}
 
 
 def load_object(ref: str) -> object:
