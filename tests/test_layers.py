@@ -148,7 +148,6 @@ def _file_graph() -> dict[str, set[str]]:
 KNOWN_FILE_CYCLES = [
     ["causalplay.fitting.convert", "causalplay.fitting.inference", "causalplay.fitting.scoring",
      "causalplay.fitting.simulation"],
-    ["causalplay.serve.admin", "causalplay.serve.app", "causalplay.serve.flow"],
 ]
 
 

@@ -1,5 +1,5 @@
 """The experimenter's pages of ``causalplay serve`` (an :class:`fastapi.APIRouter`, every route behind
-:func:`~causalplay.serve.app.require_admin`).
+:func:`~causalplay.serve.deps.require_admin`).
 
 ``/admin`` is the dashboard: per condition (by label) the sessions started, completed, active and abandoned
 (idle longer than the study's ``timeout_minutes`` without finishing) and the median minutes to complete; per
@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy import func, select
 
-from .app import ADMIN_COOKIE, HTTPProblem, Reads, Rt, require_admin
+from .deps import ADMIN_COOKIE, HTTPProblem, Reads, Rt, require_admin
 from .store import Participant, TrialRow, export_trials
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])

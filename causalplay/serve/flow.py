@@ -25,7 +25,7 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import func, or_, select, text
 from sqlalchemy.exc import IntegrityError
 
-from .app import COOKIE, ID_RE, HTTPProblem, Reads, Rt, Runtime, Writes, ids_of, number, objects_of
+from .deps import COOKIE, ID_RE, HTTPProblem, Reads, Rt, Runtime, Writes, ids_of, number, objects_of
 from .store import Event, Participant, TrialRow, log_event
 from .tasks import assign_condition, episode_seed
 
