@@ -17,7 +17,7 @@ import importlib
 
 __all__ = ["create_app", "ServeConfig", "export_trials", "open_db", "TASKS"]
 # Lazy: importing causalplay.serve (e.g. for TASKS) must not pull in FastAPI.
-_MODULE = {"create_app": "app", "ServeConfig": "app", "export_trials": "store", "open_db": "store", "TASKS": "tasks"}
+_MODULE = {"create_app": "app", "ServeConfig": "deps", "export_trials": "store", "open_db": "store", "TASKS": "tasks"}
 
 
 def __getattr__(name):
