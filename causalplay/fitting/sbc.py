@@ -99,27 +99,36 @@ class SBCResult:
 
         V.choice(kind, "kind", ("ecdf", "hist", "both"))
         cols = list(self.ranks.columns)
-        rows = 2 if kind == "both" else 1
-        fig, axes = plt.subplots(rows, len(cols), figsize=(2.2 * len(cols), 2.2 * rows), squeeze=False)
+        kinds = ["ecdf", "hist"] if kind == "both" else [kind]
+        width = min(5, len(cols))  # panels per row; a parameter's ECDF and histogram one above the other
+        bands = math.ceil(len(cols) / width)
+        fig, grid = plt.subplots(bands * len(kinds), width, figsize=(2.4 * width, 2.0 * bands * len(kinds)),
+                                 squeeze=False)
         n, L = self.sims, self.L
         u = (np.arange(L + 1) + 1) / (L + 1)  # the uniform CDF at each rank
         lo, hi = binom.ppf(0.025, n, u) / n - u, binom.ppf(0.975, n, u) / n - u
         bins = max([b for b in range(2, min(20, L + 1) + 1) if (L + 1) % b == 0 and n / b >= 2] or [_bins(L, n)])
+        for ax in grid.flat:
+            ax.set_visible(False)
         for j, c in enumerate(cols):
             r = self.ranks[c].to_numpy()
-            if kind in ("ecdf", "both"):
-                ax = axes[0, j]
+            band, col = divmod(j, width)
+            axes = {k: grid[band * len(kinds) + i, col] for i, k in enumerate(kinds)}
+            for ax in axes.values():
+                ax.set_visible(True)
+            if "ecdf" in axes:
+                ax = axes["ecdf"]
                 ecdf = (r[None, :] <= np.arange(L + 1)[:, None]).mean(1)
                 ax.fill_between(np.arange(L + 1), lo, hi, color="0.85", step="mid")
                 ax.step(np.arange(L + 1), ecdf - u, where="mid", color="C0")
                 ax.axhline(0, color="0.5", lw=0.5)
                 ax.set_title(c, fontsize=8)
                 ax.tick_params(labelsize=6)
-            if kind in ("hist", "both"):
-                ax = axes[-1, j]
+            if "hist" in axes:
+                ax = axes["hist"]
                 counts = np.bincount(r * bins // (L + 1), minlength=bins)
                 p = 1 / bins
-                ax.fill_between([-0.5, bins - 0.5], binom.ppf(0.005, n, p), binom.ppf(0.995, n, p), color="0.85")
+                ax.fill_between([-0.5, bins - 0.5], binom.ppf(0.025, n, p), binom.ppf(0.975, n, p), color="0.85")
                 ax.bar(np.arange(bins), counts, color="C0", width=0.9)
                 ax.set_title(c, fontsize=8)
                 ax.tick_params(labelsize=6)
