@@ -172,11 +172,13 @@ def render_panels(frames: Sequence[dict], renderer, progress: bool = False, chun
                   request: int = 64) -> np.ndarray:
     """Render canonical frames with a :class:`causalplay.render.Renderer`: uint8 ``[n, 120, 160, 3]``.
 
-    ``chunk`` frames per progress line, ``request`` frames per worker request (keep ``request * seconds per
-    frame`` under the renderer's timeout: Cycles takes 1-2 s a frame on a loaded CPU)."""
+    ``chunk`` frames per progress-bar update (``progress``), ``request`` frames per worker request (keep
+    ``request * seconds per frame`` under the renderer's timeout: Cycles takes 1-2 s a frame on a loaded CPU)."""
+    from tqdm.auto import tqdm
+
     out = np.zeros((len(frames), HEIGHT, WIDTH, 3), np.uint8)
-    for s in range(0, len(frames), chunk):
-        out[s:s + chunk] = np.stack(renderer.render_frames(frames[s:s + chunk], chunk=request))
-        if progress:
-            print(f"rendered {min(s + chunk, len(frames))}/{len(frames)}", flush=True)
+    with tqdm(total=len(frames), desc="rendered", unit="frame", disable=not progress) as bar:
+        for s in range(0, len(frames), chunk):
+            out[s:s + chunk] = np.stack(renderer.render_frames(frames[s:s + chunk], chunk=request))
+            bar.update(min(chunk, len(frames) - s))
     return out

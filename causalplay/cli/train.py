@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import typer
 
@@ -48,6 +49,13 @@ def train_cmd(
     import torch
 
     from causalplay.rl.train import TrainConfig, train
+    from causalplay.rl.train import log as train_log
+
+    if not train_log.handlers:  # the trainer logs one line per evaluation; the command shows them on stderr
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        train_log.addHandler(handler)
+        train_log.setLevel(logging.INFO)
 
     try:
         hp = json.loads(hyper)

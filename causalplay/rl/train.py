@@ -24,6 +24,7 @@ numbers), so no training or model-selection episode is a benchmark episode's str
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -45,6 +46,8 @@ from causalplay.envs import ENV_IDS, SEQUENCE_IDS, make_batch
 from causalplay.envs.pixels import PIXEL_IDS
 
 from .envs import PixelRLVecEnv, make_train_env
+
+log = logging.getLogger(__name__)  # one line per evaluation row; `causalplay train` shows them
 
 __all__ = ["ALGOS", "PRESETS", "TrainConfig", "train", "evaluate", "build_model", "read_config", "plot_curves",
            "TRAIN_SEED_BASE", "EVAL_SEED"]
@@ -382,9 +385,8 @@ def _make_callback(cfg: TrainConfig, out: Path, state: dict):
                 self._save(m.get_vec_normalize_env().save, "last_vecnormalize.pkl")
             self._save(lambda p: Path(p).write_text(json.dumps(self.state)), "state.json")
             plot_curves({cfg.name: out}, out / "learning_curve.png")
-            print(f"{cfg.name} {m.num_timesteps:>10,} steps  {rate:7.0f} steps/s  eval Acc "  # one line per row
-                  f"{100 * ev['episode_acc']:5.1f}% R {ev['episode_reward']:6.2f}{'  best' if best else ''}",
-                  flush=True)
+            log.info("%s %10s steps  %7.0f steps/s  eval Acc %5.1f%% R %6.2f%s", cfg.name, f"{m.num_timesteps:,}",
+                     rate, 100 * ev["episode_acc"], ev["episode_reward"], "  best" if best else "")
             self.mark, self.episodes = (m.num_timesteps, time.perf_counter()), []
 
         def _save(self, write, name: str) -> None:
