@@ -142,8 +142,9 @@ def test_svi_best_trial_uses_the_same_rule(monkeypatch):
 
 
 def _blicket_agent(cls, **kw):
-    from causalplay.agents import TaskInfo
     from causalplay.envs import make_batch
+
+    from causalplay.agents import TaskInfo
 
     env = make_batch("causalplay/IVRE-v0", 2, seed=0)
     obs = env.reset()
@@ -231,8 +232,9 @@ def test_causal_dag_optimal_action_ties_to_the_lowest_action(monkeypatch):
 
 
 def test_nexiom_eig_agent_tie_goes_to_the_lowest_code(monkeypatch):
-    from causalplay.agents import TaskInfo, bayesian
     from causalplay.envs import make_batch
+
+    from causalplay.agents import TaskInfo, bayesian
 
     env = make_batch("causalplay/Nexiom-v0", 2, seed=0)
     obs = env.reset()

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import causalplay
-from causalplay.core import _validate as v
 from causalplay.core.beliefs import BeliefsLike, single_thread
+from causalplay.core.codes import codes_to_vectors, vectors_to_codes
+from causalplay.core.resources import max_memory
 from causalplay.learners.svi import SVIOptions
 
 H = [([0], True)]
@@ -212,16 +213,16 @@ def test_set_code_helpers_round_trip():
     assert causalplay.code_to_set(0) == () and causalplay.set_to_code([]) == 0
     rng = np.random.default_rng(0)
     x = rng.random((50, 13)) < 0.5
-    codes = v.vectors_to_codes(x)
+    codes = vectors_to_codes(x)
     assert codes.tolist() == [causalplay.set_to_code(np.flatnonzero(r).tolist()) for r in x]
-    np.testing.assert_array_equal(v.codes_to_vectors(codes, 13), x)
+    np.testing.assert_array_equal(codes_to_vectors(codes, 13), x)
     t = torch.as_tensor(x)
-    assert torch.equal(v.codes_to_vectors(v.vectors_to_codes(t), 13), t)
+    assert torch.equal(codes_to_vectors(vectors_to_codes(t), 13), t)
     with pytest.raises(ValueError, match="object index must be an integer >= 0, got -1"):
         causalplay.set_to_code([-1])
 
 
 def test_max_memory_parsing():
-    assert v.max_memory("2GiB") == 2 * 1024**3 and v.max_memory("500MB") == 500 * 1000**2
-    assert v.max_memory(1e6) == 1_000_000
-    assert 256 << 20 <= v.max_memory(None) <= 2 << 30
+    assert max_memory("2GiB") == 2 * 1024**3 and max_memory("500MB") == 500 * 1000**2
+    assert max_memory(1e6) == 1_000_000
+    assert 256 << 20 <= max_memory(None) <= 2 << 30

@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import codes_to_vectors, integer, popcount, single_thread
-from ._validate import max_memory as memory_budget
+from .checks import integer
+from .codes import codes_to_vectors, popcount
 from .eig import check_target, eig_bits, eig_one_joint
 from .exact import entropy_bits, observe
 from .history import History, parse_trial, parse_trials
+from .resources import max_memory as memory_budget
+from .resources import single_thread
 from .spec import HypothesisSpace
 from .ties import argmax_tol, pick_lowest, snap
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import describe, integer
+from .checks import describe, integer
 from .rules import make_rule
 
 __all__ = ["Design", "designs_of"]
@@ -130,7 +130,7 @@ class Design:
     def lit_table(self):
         """``bool [2**n_objects]``: whether the machine lights for each object set, by code ``sum_i 2**i``."""
 
-        from ._validate import codes_to_vectors
+        from .codes import codes_to_vectors
 
         sets = codes_to_vectors(torch.arange(2**self.n_objects), self.n_objects)
         k = sets[:, list(self.blickets)].sum(-1).to(torch.float64)  # an empty index list sums to 0

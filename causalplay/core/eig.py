@@ -22,8 +22,8 @@ import math
 import numpy as np
 import torch
 
-from ._validate import max_memory as memory_budget
-from ._validate import vectors_to_codes
+from .codes import vectors_to_codes
+from .resources import max_memory as memory_budget
 from .rules import Threshold
 from .spec import HypothesisSpace
 

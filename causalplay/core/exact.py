@@ -18,10 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._validate import max_memory as memory_budget
-from ._validate import single_thread
 from .history import HistoryBatch
 from .priors import all_subsets
+from .resources import max_memory as memory_budget
+from .resources import single_thread
 from .rules import Threshold
 from .spec import HypothesisSpace
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import code_to_set, codes_to_vectors, set_to_code, vectors_to_codes
+from .codes import code_to_set, codes_to_vectors, set_to_code, vectors_to_codes
 
 __all__ = ["History", "HistoryBatch", "parse_trial", "parse_trials", "all_trials", "is_bool_vector",
            "set_to_code", "code_to_set", "vectors_to_codes", "codes_to_vectors"]

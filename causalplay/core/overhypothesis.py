@@ -40,9 +40,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._validate import choice, float_dtype, integer, real, single_thread
+from .checks import choice, float_dtype, integer, real
 from .history import History, _BatchShape, check_frame, histories_from_frame
 from .priors import SigmoidPrior
+from .resources import single_thread
 from .rules import Rule, Sigmoid, apply_log_noise, make_rules
 from .spec import HypothesisSpace, WorldSpec
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._validate import integer
+from .checks import integer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -25,7 +25,8 @@ import pyro.distributions as pdist
 import torch
 from torch.distributions import constraints
 
-from ._validate import codes_to_vectors, popcount, probability, vectors_to_codes
+from .checks import probability
+from .codes import codes_to_vectors, popcount, vectors_to_codes
 
 __all__ = ["BlicketSetPrior", "SigmoidPrior", "all_subsets", "subset_codes"]
 
@@ -43,7 +44,7 @@ def all_subsets(n_objects: int, dtype: torch.dtype = torch.float64, device=None)
 
 
 def subset_codes(x: torch.Tensor) -> torch.Tensor:
-    """Integer code ``sum_i x_i 2^i`` of 0/1 vectors ``x[..., N]`` (int64); see :mod:`causalplay.core._validate`."""
+    """Integer code ``sum_i x_i 2^i`` of 0/1 vectors ``x[..., N]`` (int64); see :mod:`causalplay.core.codes`."""
     return vectors_to_codes(x)
 
 

@@ -23,8 +23,9 @@ from multiprocessing import get_all_start_methods, get_context
 import numpy as np
 import torch
 
-from . import _validate as V
+from . import checks as V
 from ._futures import POLL_SECONDS
+from .resources import single_thread
 
 __all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
            "show_progress"]
@@ -343,7 +344,7 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
         elif _QUEUE is not None:
             _QUEUE.put((chain, done, info))
 
-    with V.single_thread(opts.threads):
+    with single_thread(opts.threads):
         potential, q0 = setup(chain)
         if seed is not None:
             set_rng_seed(seed + 1000 * chain)

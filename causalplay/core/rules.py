@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import integer, probability, real
+from .checks import integer, probability, real
 
 __all__ = ["Rule", "Threshold", "Sigmoid", "disjunctive", "conjunctive", "make_rule", "make_rules", "RULE_NAMES",
            "apply_noise", "apply_log_noise", "sigmoid_response"]

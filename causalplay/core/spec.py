@@ -14,7 +14,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ._validate import codes_to_vectors, float_dtype, integer, probability, real, vectors_to_codes
+from .checks import float_dtype, integer, probability, real
+from .codes import codes_to_vectors, vectors_to_codes
 from .priors import BlicketSetPrior
 from .rules import Rule, make_rules
 

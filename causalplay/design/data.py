@@ -26,7 +26,7 @@ def design_space(n_objects: int = 4, rules=("conjunctive", "disjunctive"), n_bli
     """
     from itertools import combinations, permutations
 
-    from ..core import _validate as V
+    from ..core import checks as V
 
     n = V.integer(n_objects, "n_objects", low=1, high=12)
     k_max = V.integer(demonstrations, "demonstrations", low=0)

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import _validate as V
-from ..core._validate import codes_to_vectors, set_to_code
+from ..core import checks as V
+from ..core.codes import codes_to_vectors, set_to_code
 from ..core.design import Design
 from ..core.exact import log_likelihood
 from ..core.rules import make_rule

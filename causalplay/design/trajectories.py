@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import _validate as V
+from ..core import checks as V
 from ..core.design import Design
 from ..core.eig import eig_bits
 from ..core.exact import log_likelihood

@@ -17,8 +17,9 @@ import pandas as pd
 import pyro
 import torch
 
-from ..core import _validate as V
+from ..core import checks as V
 from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi, show_progress
+from ..core.resources import single_thread
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
 from .identify import POOLING_MAX, pooling_factors
 from .parameterisation import Parameterisation
@@ -475,7 +476,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     par = Parameterisation(cm, bool(hierarchical), feats.n_participants)
     if method == "svi":
         t0, c0 = time.perf_counter(), time.process_time()
-        with V.single_thread(1):
+        with single_thread(1):
             raw, losses = _svi(feats, par, judgements, svi, svi.seed)
         extra = {"elbo_losses": losses, "load_average": os.getloadavg(), "seed": seed}
         return Fit(cm, par, "svi", svi, learner, data, feats, raw, time.perf_counter() - t0,
@@ -486,7 +487,7 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     for accept in ladder:
         opts = replace(nuts, target_accept=accept)
         t0, c0 = time.perf_counter(), time.process_time()
-        with V.single_thread(opts.threads):
+        with single_thread(opts.threads):
             raw, diverging, child_cpu, steps, stats = _nuts(feats, par, judgements, opts, seed)
         f = Fit(cm, par, "nuts", opts, learner, data, feats, raw, time.perf_counter() - t0,
                 time.process_time() - c0 + child_cpu, judgements, diverging,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core._validate import integer
+from ..core.checks import integer
 from ..models.choice import build_features, get_model
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import _validate as V
+from ..core import checks as V
 from ..core._futures import wait_result
 from ..core.design import Design
 from ..core.pyro import NUTSOptions, SVIOptions

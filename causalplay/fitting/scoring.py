@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import _validate as V
+from ..core import checks as V
 from ..models.choice import build_features
 from .convert import pointwise_log_lik
 

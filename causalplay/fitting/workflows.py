@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from ..core._futures import wait_result
-from ..core._validate import integer
+from ..core.checks import integer
 from ..core.pyro import SVIOptions
 from ..models.choice import get_model
 from .parameterisation import Parameterisation

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from ..core._validate import choice, float_dtype, integer
-from ..core._validate import max_memory as max_memory_arg
 from ..core.beliefs import BatchBeliefs, Beliefs, single_thread
+from ..core.checks import choice, float_dtype, integer
 from ..core.exact import history_log_posterior, log_posterior
 from ..core.history import History, HistoryBatch, histories_from_frame
+from ..core.resources import max_memory as max_memory_arg
 from ..core.rules import Rule
 from ..core.spec import HypothesisSpace, WorldSpec
 

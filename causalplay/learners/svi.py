@@ -27,8 +27,8 @@ import pyro.distributions as dist
 import torch
 from pyro.infer import Trace_ELBO, TraceEnum_ELBO
 
-from ..core._validate import integer
 from ..core.beliefs import pick_best
+from ..core.checks import integer
 from ..core.eig import binary_entropy_bits, check_target
 from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
 from ..core.pyro import SVIOptions, pyro_svi_step, run_svi

@@ -3,10 +3,10 @@
 Three routers: :mod:`~causalplay.serve.flow` (the participant: consent, comprehension check, practice, task,
 answer, debrief, resume on another device), :mod:`~causalplay.serve.admin` (the experimenter's dashboard and
 export) and the health check and favicon here (the static files are mounted at ``/static``). They share the
-FastAPI dependencies of :mod:`~causalplay.serve.deps`: :func:`runtime` (this app's settings, task, database and templates), :data:`Reads` and
-:data:`Writes` (the request's :class:`Db`: a read-only session, or a write transaction committed before the
-response is sent, each with the participant of the session cookie; ``Writes`` after the per-session rate limit
-:func:`throttle`) and :func:`require_admin`.
+FastAPI dependencies of :mod:`~causalplay.serve.deps`: ``runtime`` (this app's settings, task, database and
+templates), ``Reads`` and ``Writes`` (the request's ``Db``: a read-only session, or a write transaction committed
+before the response is sent, each with the participant of the session cookie; ``Writes`` after the per-session rate
+limit) and ``require_admin``.
 
 Security: the session cookie is a random token (HttpOnly, SameSite=Lax, so another site cannot submit forms in
 the participant's name); pages before the judgement are rendered from public data only (the objects, the
