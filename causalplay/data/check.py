@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .loader import _load
+from .loader import load_trials
 from .trials import DataValidationError, RowIssue
 
 __all__ = ["DataSummary", "check_data"]
@@ -96,7 +96,7 @@ def check_data(folder: str | Path, *, n_objects: int | None = None) -> DataSumma
         ``str(summary)`` is the text report; ``summary.ok`` whether the data loads.
     """
     try:
-        d = _load(folder, n_objects=n_objects)
+        d = load_trials(folder, n_objects=n_objects, warn=False)  # the report lists the flags itself
     except DataValidationError as e:
         return DataSummary(str(folder), issues=e.issues)
     ch = d.is_choice

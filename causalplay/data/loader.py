@@ -147,7 +147,8 @@ def _indices(value: str, n_objects: int | None) -> tuple[int, ...] | str:
     return tuple(sorted(idx))
 
 
-def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible: str = "flag") -> TrialData:
+def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible: str = "flag",
+                warn: bool = True) -> TrialData:
     """Read and validate a folder holding ``participants.csv`` and ``tests.csv`` (see the module docstring).
 
     Parameters
@@ -159,6 +160,8 @@ def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible:
         typo such as ``4`` in a 4-object study is an error instead of a fifth object.
     impossible : {"flag", "raise"}
         What to do with a test outcome that cannot happen under the participant's true rule and blickets.
+    warn : bool
+        With ``impossible="flag"``, warn when outcomes are flagged (``False``: they are only in ``.flags``).
 
     Returns
     -------
@@ -173,8 +176,9 @@ def load_trials(folder: str | Path, *, n_objects: int | None = None, impossible:
     if data.flags:
         if impossible == "raise":
             raise DataValidationError(data.flags)
-        warnings.warn(f"{len(data.flags)} test outcome(s) impossible under the stated true rule/blickets are "
-                      f"flagged (tests['possible'] is False); first: {data.flags[0]}", stacklevel=2)
+        if warn:
+            warnings.warn(f"{len(data.flags)} test outcome(s) impossible under the stated true rule/blickets are "
+                          f"flagged (tests['possible'] is False); first: {data.flags[0]}", stacklevel=2)
     return data
 
 
