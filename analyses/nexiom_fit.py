@@ -1,5 +1,10 @@
 """Which model of people's experiments explains Blicket data best? The whole workflow, in stages.
 
+Runs from a clone of the repository (``analyses/`` is not installed with the package). The installed commands
+``causalplay fit``, ``fit-cv``, ``fit-recovery`` and ``fit-ppc`` cover the comparison, cross-validation, model
+recovery and posterior predictive check; this script adds the prior predictive check, parameter recovery, NUTS of
+every model and the figures of docs/human-data.md.
+
 Stages (``--stages``, default all, in this order; each writes its files under ``OUT/NAME`` as soon as they exist;
 a stage that needs more participants than the data has says so and is skipped):
 
