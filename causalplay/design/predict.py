@@ -90,15 +90,17 @@ def _lit_tables(designs: list[Design]) -> torch.Tensor:
 class _Rows:
     """``R`` partial histories (design index, the design's demonstrations, then own tests), advanced in place."""
 
-    def __init__(self, designs: list[Design], index: torch.Tensor):
+    def __init__(self, designs: list[Design], index: torch.Tensor, shared: dict):
         self.designs = designs
         self.n = designs[0].n_objects
         self.S = 2**self.n
         self.design = index  # [R] design of each row
         self.own: list[torch.Tensor] = []  # codes of the own tests so far, one [R] tensor per step
-        self.lit = _lit_tables(designs)  # [designs, S]
+        if "lit" not in shared:  # per design, once per call (chunks of rows share it)
+            shared["lit"] = _lit_tables(designs)  # [designs, S]
+            shared["budget"] = torch.tensor([d.max_tests if d.max_tests is not None else 2**62 for d in designs])
+        self.lit, self.budget = shared["lit"], shared["budget"]
         self.told = [d.n_blickets_told for d in designs]
-        self.budget = torch.tensor([d.max_tests if d.max_tests is not None else 2**62 for d in designs])
 
     def take(self, keep: torch.Tensor) -> _Rows:
         new = object.__new__(_Rows)
@@ -190,7 +192,7 @@ def predict(fit: Fit, designs: Sequence[Design] | Design, draws: int = 200, *, s
     designs = _check_designs(designs)
     chunk = V.integer(chunk, "chunk", low=1)
     theta = population_draws(fit, draws, seed)
-    rows, cache = _Rows(designs, torch.arange(len(designs))), {}
+    rows, cache = _Rows(designs, torch.arange(len(designs)), {}), {}
     out = [rows.take(torch.arange(a, min(a + chunk, len(designs)))).step_log_probs(fit, theta, cache).exp()
            for a in range(0, len(designs), chunk)]
     return torch.cat(out, 1).transpose(0, 1).contiguous()
@@ -323,15 +325,16 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
     gen = torch.Generator().manual_seed(seed + 104729)
     nats, se = [], []
-    cache = [{} for _ in names]
+    cache = [{} for _ in names]  # per model: the demonstrations' likelihoods under its learner
+    shared: dict = {}  # per design: the machine's answers, the budget
     for a in range(0, len(designs), chunk):
         idx = torch.arange(a, min(a + chunk, len(designs)))
         if method == "exact":
-            v = _exact(list(fits.values()), thetas, designs, idx, K, log_prior, cache)
+            v = _exact(list(fits.values()), thetas, designs, idx, K, log_prior, cache, shared)
             nats.append(v)
             se.append(torch.zeros_like(v))
         else:
-            v, s = _monte_carlo(list(fits.values()), thetas, designs, idx, K, log_prior, samples, gen, cache)
+            v, s = _monte_carlo(list(fits.values()), thetas, designs, idx, K, log_prior, samples, gen, cache, shared)
             nats.append(v)
             se.append(s)
     return Utility(torch.cat(nats), torch.cat(se), method, K, names, log_prior.exp())
@@ -353,9 +356,9 @@ def _log_prior(prior, names: list[str]) -> torch.Tensor:
     return torch.log(torch.as_tensor(w / w.sum(), dtype=_F64))
 
 
-def _exact(fits, thetas, designs, idx, K, log_prior, caches) -> torch.Tensor:
+def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared) -> torch.Tensor:
     """Utility of the designs ``idx`` by summing over every choice sequence (a tree of ``(2**N)**(K-1)`` rows)."""
-    rows = _Rows(designs, idx.clone())
+    rows = _Rows(designs, idx.clone(), shared)
     local = torch.arange(len(idx))  # row -> position in idx
     S = rows.S
     lp = torch.zeros(len(fits), thetas[0]["lapse"].shape[0], len(idx), dtype=_F64)  # [M, J, R] log P(path)
@@ -376,7 +379,7 @@ def _exact(fits, thetas, designs, idx, K, log_prior, caches) -> torch.Tensor:
     return total
 
 
-def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches):
+def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches, shared):
     """Nested Monte Carlo utility of the designs ``idx``: ``samples`` sequences per (model, design)."""
     M, J = len(fits), thetas[0]["lapse"].shape[0]
     n_d = len(idx)
@@ -384,7 +387,7 @@ def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches)
     design = idx.repeat_interleave(M * samples)
     gen_model = torch.arange(M).repeat_interleave(samples).repeat(n_d)
     who = torch.randint(J, (len(design),), generator=gen)  # the generating participant of each sequence
-    rows = _Rows(designs, design)
+    rows = _Rows(designs, design, shared)
     R = len(design)
     lp = torch.zeros(M, J, R, dtype=_F64)
     alive = torch.ones(R, dtype=torch.bool)
