@@ -27,8 +27,9 @@ from ..core.pyro import NUTSOptions, SVIOptions
 from .inference import ConvergenceWarning, Fit, fit, load_fit
 from .parameterisation import Parameterisation
 from .sbc import SBCResult, rank_uniformity, sbc
-from .scoring import Comparison, Score, compare, fit_and_score, heldout_score, ic_table, paired_difference
+from .scoring import Comparison, Score, compare, heldout_score, ic_table, paired_difference
 from .simulation import simulate, simulate_fit
+from .workflows import fit_and_score
 
 __all__ = ["fit", "load_fit", "compare", "Comparison", "Fit", "Score", "simulate", "simulate_fit", "NUTSOptions",
            "SVIOptions", "Parameterisation", "ConvergenceWarning", "heldout_score", "fit_and_score",

@@ -19,13 +19,18 @@ Layout of ``Fit.idata`` (every group once; a variable never shares its name with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from ..models.choice import Features
 from .parameterisation import Parameterisation
 
-__all__ = ["to_idata", "pointwise_log_lik", "pointwise", "predictions_idata", "DECISION_DIM"]
+if TYPE_CHECKING:
+    from .inference import Fit
+
+__all__ = ["to_idata", "pointwise_log_lik", "pointwise", "predictions_idata", "population_theta", "DECISION_DIM"]
 
 DECISION_DIM = "decision"  # the dim of the choices (``choice`` is the variable's name: a dim may not share it)
 
@@ -168,7 +173,6 @@ def predictions_idata(fit, data, *, n_draws: int = 400, n_new: int = 5, seed: in
     import arviz as az
 
     from ..models.choice import build_features
-    from .scoring import population_theta
 
     feats = build_features(data, fit.learner)
     gen = torch.Generator().manual_seed(seed)
@@ -189,3 +193,15 @@ def predictions_idata(fit, data, *, n_draws: int = 400, n_new: int = 5, seed: in
                      {**{f"observed_{k}": v for k, v in obs_dims.items()}, "true_blickets": ["participant", "object"]},
                      coords, None)
     return az.InferenceData(predictions=preds, predictions_constant_data=const)
+
+
+def population_theta(fit: Fit, feats, n_draws: int, n_new: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """Constrained parameters ``[n_draws * n_new, P]`` of ``feats``' participants as new members of the fitted
+    population: ``n_draws`` posterior draws of the group-level sites (drawn with replacement), ``n_new`` new
+    participants each (flat fits: from the prior)."""
+    flat = fit.flat_raw()
+    total = flat[next(iter(flat))].shape[0]
+    idx = torch.randint(total, (n_draws,), generator=gen)
+    group = {k: v[idx].repeat_interleave(n_new, 0) for k, v in flat.items() if v.dim() == 1}
+    raw = fit.par.new_participants(group, n_draws * n_new, feats.n_participants, gen)
+    return fit.par.theta(raw, feats.n_participants)

@@ -14,14 +14,13 @@ import torch
 
 from ..core import checks as V
 from ..models.choice import build_features
-from .convert import pointwise_log_lik
+from .convert import pointwise_log_lik, population_theta
 
 if TYPE_CHECKING:
-    from ..core.pyro import NUTSOptions, SVIOptions
     from ..data import TrialData
     from .inference import Fit
 
-__all__ = ["Score", "Comparison", "heldout_score", "fit_and_score", "compare", "paired_difference", "ic_table",
+__all__ = ["Score", "Comparison", "heldout_score", "compare", "paired_difference", "ic_table",
            "PARETO_K_BAD"]
 
 PARETO_K_BAD = 0.7  # PSIS-LOO is unreliable for points above this (Vehtari et al. 2017/2024)
@@ -78,18 +77,6 @@ class Score:
                    judg)
 
 
-def population_theta(fit: Fit, feats, n_draws: int, n_new: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Constrained parameters ``[n_draws * n_new, P]`` of ``feats``' participants as new members of the fitted
-    population: ``n_draws`` posterior draws of the group-level sites (drawn with replacement), ``n_new`` new
-    participants each (flat fits: from the prior)."""
-    flat = fit.flat_raw()
-    total = flat[next(iter(flat))].shape[0]
-    idx = torch.randint(total, (n_draws,), generator=gen)
-    group = {k: v[idx].repeat_interleave(n_new, 0) for k, v in flat.items() if v.dim() == 1}
-    raw = fit.par.new_participants(group, n_draws * n_new, feats.n_participants, gen)
-    return fit.par.theta(raw, feats.n_participants)
-
-
 def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int = 5, seed: int = 0) -> Score:
     """Log predictive probability (nats) of the choices and judgements of participants **not** used in fitting.
 
@@ -122,21 +109,6 @@ def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int =
                        (("joint", judge_ll), ("blickets", blk), ("rule", rul))}, index=feats.ids)
     jt[(feats.judgement < 0).numpy()] = np.nan
     return Score(float(lp.sum()), feats.n_decisions, pd.Series(lp.numpy(), index=feats.ids, name="log_p"), jt)
-
-
-def fit_and_score(fit_data: TrialData, held: TrialData, model: str, *, method: str = "svi",
-                  nuts: NUTSOptions | None = None, svi: SVIOptions | None = None, judgement: str | None = None,
-                  seed: int = 0, n_draws: int = 400, score_seed: int = 0) -> Score:
-    """Fit ``model`` to ``fit_data`` and return its held-out :class:`Score` on ``held``.
-
-    ``causalplay.fit(fit_data, model, ...).score(held, n_draws=n_draws, seed=score_seed)`` as one module-level
-    function, so that an executor (:func:`causalplay.bench.make_executor`) can run the fits of a
-    cross-validation or a model-recovery sweep in worker processes and send back only the small ``Score``.
-    """
-    from .inference import fit
-
-    f = fit(fit_data, model, method=method, nuts=nuts, svi=svi, judgement=judgement, seed=seed)
-    return heldout_score(f, held, n_draws=n_draws, seed=score_seed)
 
 
 def paired_difference(a: Score, b: Score, per_choice: bool = True) -> tuple[float, float]:
@@ -327,11 +299,10 @@ def compare(fits: dict[str, Fit], held_out: TrialData | None = None, *, var_name
     columns. LOO's and WAIC's own warnings are re-issued (never silenced), plus one warning per model with
     unreliable PSIS points.
     """
-    from .inference import Fit
-
     if not isinstance(fits, dict) or not fits:
         raise TypeError("fits must be a non-empty dict name -> Fit")
-    bad = [k for k, f in fits.items() if not isinstance(f, Fit)]
+    # what compare reads of a Fit (the class lives in .inference, which imports this module)
+    bad = [k for k, f in fits.items() if not all(hasattr(f, a) for a in ("feats", "par", "flat_raw", "idata"))]
     if bad:
         raise TypeError(f"fits[{bad[0]!r}] is not a causalplay Fit")
     ids = {k: tuple(f.feats.ids) for k, f in fits.items()}

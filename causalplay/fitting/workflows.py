@@ -1,6 +1,6 @@
 """Workflows of many fits: participant-level k-fold cross-validation and model recovery, on any executor.
 
-Every fit is :func:`~causalplay.fitting.scoring.fit_and_score` (a module-level function returning a small
+Every fit is :func:`fit_and_score` (a module-level function returning a small
 :class:`~causalplay.fitting.scoring.Score`), so both hand their fits to an executor of :mod:`causalplay.bench.executors`
 -- ``serial``, ``process``, ``ray`` or ``dask`` (a cluster at ``address``) -- and collect them in order. Every fit is
 seeded, so the tables do not depend on where the fits ran (beyond floating-point summation order).
@@ -29,10 +29,10 @@ import torch
 
 from ..core._futures import wait_result
 from ..core.checks import integer
-from ..core.pyro import SVIOptions
+from ..core.pyro import NUTSOptions, SVIOptions
 from ..models.choice import get_model
 from .parameterisation import Parameterisation
-from .scoring import Score, fit_and_score, paired_difference
+from .scoring import Score, heldout_score, paired_difference
 from .simulation import simulate
 
 if TYPE_CHECKING:
@@ -40,8 +40,23 @@ if TYPE_CHECKING:
 
     from ..data import TrialData
 
-__all__ = ["crossval", "CrossValidation", "model_recovery", "ModelRecovery", "heldout_job", "one_se_pick",
-           "inversion", "population_label", "participants_problem", "min_participants"]
+__all__ = ["fit_and_score", "crossval", "CrossValidation", "model_recovery", "ModelRecovery", "heldout_job",
+           "one_se_pick", "inversion", "population_label", "participants_problem", "min_participants"]
+
+
+def fit_and_score(fit_data: TrialData, held: TrialData, model: str, *, method: str = "svi",
+                  nuts: NUTSOptions | None = None, svi: SVIOptions | None = None, judgement: str | None = None,
+                  seed: int = 0, n_draws: int = 400, score_seed: int = 0) -> Score:
+    """Fit ``model`` to ``fit_data`` and return its held-out :class:`Score` on ``held``.
+
+    ``causalplay.fit(fit_data, model, ...).score(held, n_draws=n_draws, seed=score_seed)`` as one module-level
+    function, so that an executor (:func:`causalplay.bench.make_executor`) can run the fits of a
+    cross-validation or a model-recovery sweep in worker processes and send back only the small ``Score``.
+    """
+    from .inference import fit
+
+    f = fit(fit_data, model, method=method, nuts=nuts, svi=svi, judgement=judgement, seed=seed)
+    return heldout_score(f, held, n_draws=n_draws, seed=score_seed)
 
 
 def _log(msg: str, verbose: bool) -> None:
