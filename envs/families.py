@@ -16,6 +16,7 @@ and optionally agents; ``docs/architecture.md`` lists the files.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -206,7 +207,7 @@ BUILTIN_FAMILIES: tuple[TaskFamily, ...] = (BLICKET, SEQUENCE, NEXIOM, DAG, PHYS
 
 # -- the registry ------------------------------------------------------------------------------------------------
 _REGISTERED: dict[str, TaskFamily] = {}
-_PLUGINS_LOADED = False
+_PLUGINS_LOADED: tuple | None = None  # the sys.path the installed plug-in families were imported under
 
 
 def task_factory(env_id: str, **kwargs) -> Callable:
@@ -272,10 +273,12 @@ def _load_plugin(p: Plugin) -> TaskFamily:
 
 
 def _load_plugins() -> None:
-    """Import every installed plug-in family (once per process): needed to find which family owns an unknown id."""
+    """Import every installed plug-in family (once per process and ``sys.path``, as the metadata is read): needed to
+    find which family owns an unknown id."""
     global _PLUGINS_LOADED
-    if not _PLUGINS_LOADED:
-        _PLUGINS_LOADED = True
+    key = tuple(sys.path)  # a path added later (a plug-in installed into a running session) is scanned too
+    if _PLUGINS_LOADED != key:
+        _PLUGINS_LOADED = key
         for name, p in family_plugins().items():
             if name not in _REGISTERED:
                 _load_plugin(p)

@@ -184,6 +184,17 @@ def test_gymnasium_single_env_of_a_plugin_family(site, monkeypatch, registry_res
     assert obs.shape == (batch.obs_size,) and env.action_space.shape == (8,)
 
 
+def test_a_plugin_installed_after_a_first_scan_is_found(site, monkeypatch, registry_restored):
+    """The installed families are scanned again when ``sys.path`` changed (a plug-in installed into a running
+    session, or a test's site folder after another test looked up an unknown id)."""
+    from causalplay.envs import make_batch
+
+    with pytest.raises(ValueError, match="unknown environment id 'example/OneBlicket-v0'"):
+        make_batch("example/OneBlicket-v0", 2, seed=0)  # not installed yet: the scan finds no such family
+    monkeypatch.syspath_prepend(str(site))
+    assert make_batch("example/OneBlicket-v0", 2, seed=0).obs_size > 0
+
+
 def test_broken_plugin_is_reported_with_its_distribution(tmp_path, monkeypatch):
     _dist_info(tmp_path, "broken-dist", "2.0", {"causalplay.agents": {"broken-agent": "no_such_module_xyz:Agent"},
                                                  "causalplay.families": {"broken": "no_such_module_xyz:FAMILY"}})
