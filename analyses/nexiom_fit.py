@@ -325,6 +325,7 @@ def stage_nuts_all(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
                                                               "chains", "draws", "cpu_seconds")},
                          "elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se),
                          "pareto_k_gt_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum()),
+                         "unidentified": ",".join(d.get("unidentified", {})),  # these end fit's retries
                          "target_accept": a.options.target_accept, "dense_mass": cfg.nuts_dense_mass,
                          "wall_seconds": round(a.seconds, 1), "load_average_after": round(os.getloadavg()[0], 2)})
             print(f"[nuts_all] {name} at target acceptance {a.options.target_accept}: R-hat {d['rhat_max']:.4f} "

@@ -74,11 +74,14 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     assert tab.loc[other, "diff_vs_best"] == pytest.approx(diff.sum() / n, rel=1e-12)
     assert tab.loc[other, "diff_se"] == pytest.approx(np.sqrt(len(diff)) * diff.std(ddof=1) / n, rel=1e-12)
     # NUTS of every model: gamma and stop_a shared where a model has them (random has no gamma); ok is the
-    # documented rule; 10 draws cannot converge, so every row is not ok and each model is refit at the smoke
-    # retry ladder's 0.95 after 0.9
-    na = pd.read_csv(out / "nuts_all.csv")
-    assert list(na["model"]) == ["random+shared(stop_a)"] * 2 + ["eig_sweep+shared(gamma,stop_a)"] * 2
-    assert list(na["target_accept"]) == [0.9, 0.95, 0.9, 0.95]
+    # documented rule; 10 draws cannot converge, so every row is not ok, and each model is refit at the smoke
+    # retry ladder's 0.95 after 0.9 -- unless its first attempt found participant-level parameters the data do
+    # not set (pooling factor >= 0.9), which smaller steps cannot fix: then fit stops after that attempt
+    na = pd.read_csv(out / "nuts_all.csv", keep_default_na=False)
+    assert list(dict.fromkeys(na["model"])) == ["random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"]
+    for _, g in na.groupby("model", sort=False):
+        ladder = [0.9] if g["unidentified"].iloc[0] else [0.9, 0.95]
+        assert list(g["target_accept"]) == ladder, g
     rule = (na["rhat_max"] <= 1.01) & (na["ess_bulk_min"] >= 400) & (na["divergences"] == 0)
     assert (na["ok"] == rule).all() and not na["ok"].any()
     assert (na["draws"] == 10).all() and (na["chains"] == 2).all() and not na["dense_mass"].any()
