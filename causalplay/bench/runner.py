@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from causalplay.agents import agent_label
 from causalplay.core._futures import POLL_SECONDS
 from causalplay.core._version import __version__
+from causalplay.core.resources import single_thread
 from causalplay.envs import families as _families
 
 from .blicket import EPISODE_COLUMNS, check_pairing
@@ -77,8 +78,11 @@ def run_shard(shard: Shard, env_kwargs: dict | None = None) -> dict:
         another version).
     """
     t0 = time.perf_counter()
-    df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start,
-                      {**(env_kwargs or {}), **dict(shard.variant)})
+    # one torch thread in every executor (the pools' workers have one already): a reduction's rounding can depend
+    # on the thread count (MKL_CBWR=COMPATIBLE makes it so), and the table must not depend on the executor
+    with single_thread(1):
+        df = run_episodes(shard.env, shard.agent, shard.size, shard.seed, shard.index, shard.start,
+                          {**(env_kwargs or {}), **dict(shard.variant)})
     dialogues = df.attrs.pop("dialogues", None)  # language-model agents: one message list per episode
     return {"shard": shard, "records": df, "dialogues": dialogues, "seconds": time.perf_counter() - t0,
             "host": socket.gethostname(), "pid": os.getpid(), "causalplay": __version__}
