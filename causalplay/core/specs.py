@@ -5,6 +5,9 @@ Values are Python literals (``depth=2``, ``oracle_beliefs=False``, ``cache=None`
 (``model=gpt-4o-mini``, ``path=runs/rl/ppo``); a value that contains ``:`` or ``,`` must be quoted. A spec is parsed
 once into a :class:`Spec` -- hashable and picklable, so benchmark workers receive it as it is -- and a list of specs
 is split at commas outside quotes and brackets (:func:`split_specs`).
+
+Code that builds a spec calls :func:`format_spec`, which quotes what needs quoting, so a value (a path with a
+colon, a string that reads as a number) always parses back as itself; never build one by string formatting.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Spec", "parse_spec", "split_specs"]
+__all__ = ["Spec", "format_spec", "parse_spec", "split_specs"]
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,72 @@ def parse_spec(spec: str | Spec, known: Iterable[str] | None = None, what: str =
             raise ValueError(f"{what} option {key!r} is given twice in {spec!r}")
         kwargs[key] = _parse_value(value.strip(), opt, spec, what)
     return Spec(name, tuple(sorted(kwargs.items())), text)
+
+
+_UNSAFE_BARE = set(":,'\"()[]{}=\\")
+
+
+def _literal(value: object, where: str) -> str:
+    """``value`` as a compact Python literal (no spaces, strings always quoted) that ``ast.literal_eval`` reads back."""
+    if value is None or isinstance(value, bool | int | float):
+        if isinstance(value, float) and value != value:  # nan has no literal
+            raise ValueError(f"{where}: {value!r} has no Python literal; expected a finite number")
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
+            raise ValueError(f"{where}: {value!r} has no Python literal; expected a finite number")
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        inner = ",".join(_literal(v, where) for v in value)
+        if isinstance(value, tuple):
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        return f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_literal(k, where)}:{_literal(v, where)}" for k, v in value.items()) + "}"
+    raise TypeError(f"{where}: {value!r} ({type(value).__name__}) cannot be written in a spec; expected None, a "
+                    "bool, int, float, str, or a list, tuple or dict of those")
+
+
+def _value(value: object, where: str) -> str:
+    """A bare string where it reads back as the same string, else a literal."""
+    if isinstance(value, str) and value and not (_UNSAFE_BARE & set(value)) and not any(c.isspace() for c in value):
+        try:
+            ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return value  # e.g. gpt-4o-mini, runs/rl/ppo: a bare string that parses as itself
+    return _literal(value, where)
+
+
+def format_spec(name: str, /, **options: object) -> str:
+    """The spec text for ``name`` with ``options``, in the one grammar: ``name:key=value:...``, keys sorted.
+
+    Values are written so that :func:`parse_spec` reads each back as itself: strings bare where that is unambiguous
+    (``model=gpt-4o-mini``), otherwise quoted (a path with ``:``, ``'True'``, ``'1'``); lists, tuples and dicts as
+    compact literals (``shared=['gamma','stop_a']``). Options whose value is ``None`` are written (``cache=None``).
+
+    Examples
+    --------
+    >>> format_spec("eig_sweep", shared=["gamma", "stop_a"])
+    "eig_sweep:shared=['gamma','stop_a']"
+    >>> format_spec("rl", path="C:/runs/ppo", name="ppo-s1")
+    "rl:name=ppo-s1:path='C:/runs/ppo'"
+    >>> parse_spec(format_spec("llm", model="1")).kwargs
+    {'model': '1'}
+
+    Raises
+    ------
+    ValueError
+        ``name`` empty or containing a character of the grammar (``: , = ' "`` or brackets), a key that is not an
+        identifier, or a float with no literal (nan, inf).
+    TypeError
+        A value of another type (an object, a set, a Path: pass ``str(path)``).
+    """
+    if not isinstance(name, str) or not name.strip() or (_UNSAFE_BARE & set(name)) or name != name.strip():
+        raise ValueError(f"spec name {name!r} must be a non-empty string without spaces around it and without "
+                         "any of : , = ' \" ( ) [ ] { }")
+    parts = [name]
+    for key in sorted(options):
+        if not key.isidentifier():
+            raise ValueError(f"spec option key {key!r} of {name!r} must be a Python identifier")
+        parts.append(f"{key}={_value(options[key], f'spec {name!r} option {key!r}')}")
+    return ":".join(parts)
