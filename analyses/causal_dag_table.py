@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from causalplay.core.specs import format_spec
+
 
 @dataclass
 class Config:
@@ -62,7 +64,7 @@ def run(cfg: Config) -> list[dict]:
         if cfg.bc_episodes > 0 and not (out / "bc" / "policy.pt").exists():  # an existing checkpoint is reused
             train_bc(out / "bc", n_episodes=cfg.bc_episodes, epochs=cfg.bc_epochs, env_id=cfg.env_id,
                      log=lambda s: None)
-        agents[agents.index("bc")] = f"bc:path='{out / 'bc' / 'policy.pt'}'"
+        agents[agents.index("bc")] = format_spec("bc", path=str(out / "bc" / "policy.pt"))
     caps = {"notears": cfg.notears_episodes, "bayes": cfg.bayes_episodes,
             "bayes:target='action'": cfg.bayes_action_episodes, **cfg.episodes_per_agent}
     keep = [v for v in family_of(cfg.env_id).variants(cfg.env_id)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from causalplay.bench.sequences import run_sequences, summarise_by_machine
 from causalplay.core.beliefs import single_thread
+from causalplay.core.specs import format_spec, parse_spec
 
 REFERENCE = "eig-transfer"
 
@@ -96,7 +97,9 @@ def run(cfg: Config) -> pd.DataFrame:
         if not (Path(d.split(":")[0]) / "config.json").is_file():  # DIR[:which=last]
             raise FileNotFoundError(f"run {name!r}: {d!r} is not a `causalplay train` output folder")
     (out / "config.json").write_text(json.dumps({**dataclasses.asdict(cfg), "runs": runs}, indent=2))
-    specs = [(f"rl:path={d}:name={n}", n) for n, d in runs.items()] + [(a, a) for a in cfg.eig_agents]
+    runs_ = {n: parse_spec(d, what="run") for n, d in runs.items()}  # DIR[:which=last]: the folder, then rl options
+    specs = [(format_spec("rl", path=r.name, name=n, **r.kwargs), n) for n, r in runs_.items()]
+    specs += [(a, a) for a in cfg.eig_agents]
     frames = []
     with single_thread(cfg.threads):
         for rp in cfg.rule_per:

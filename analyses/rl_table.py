@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from causalplay.core.specs import format_spec
+
 IVRE, EST = "causalplay/IVRE-v0", "causalplay/EST-v1"
 
 #: The papers' RL rows (10^7 training steps, Tianshou): context Acc %, context R, episode Acc %, episode R.
@@ -108,7 +110,7 @@ def score(cfg: Config, runs: dict[str, Path], env: str, out: Path) -> pd.DataFra
     from causalplay.bench.runner import make_executor, run_benchmark
 
     per_seed = max(1, cfg.episodes // cfg.eval_seeds)
-    specs = [f"rl:path={d}:name={n}" for n, d in runs.items()]
+    specs = [format_spec("rl", path=str(d), name=n) for n, d in runs.items()]
     return run_benchmark([env], specs, per_seed, range(cfg.eval_seeds), out, shard_size=per_seed,
                          executor=make_executor("serial" if cfg.workers <= 1 else "process", cfg.workers),
                          progress=not cfg.smoke)
@@ -194,12 +196,12 @@ def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[
                 "episode_reward": float(np.mean(reward))}
 
     out = {}
-    for mode, spec in (("policy", f"rl:path={run}"), ("eig", "eig")):
+    for mode, spec in (("policy", format_spec("rl", path=str(run))), ("eig", "eig")):
         df = run_episodes(env, spec, episodes, seed, shard=0)
         out[mode] = scores(df.context_solved, df.episode_solved, df.episode_reward)
     # the mixed player: the policy reads the "history" observation and the EIG agent the panel one, so two copies
     # of the same batch (same seed: same episodes and machine noise), stepped with the same actions
-    rl, eig = make_agent(f"rl:path={run}", seed=seed), make_agent("eig", seed=seed)
+    rl, eig = make_agent(format_spec("rl", path=str(run)), seed=seed), make_agent("eig", seed=seed)
     hist = make_batch(env, episodes, seed=[seed, 0], obs_mode="history")
     panel = make_batch(env, episodes, seed=[seed, 0])
     obs_h, obs_p = hist.reset(), panel.reset()

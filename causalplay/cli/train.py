@@ -7,6 +7,8 @@ import logging
 
 import typer
 
+from causalplay.core.specs import format_spec
+
 from .config import usage_errors
 
 __all__ = ["train_cmd"]
@@ -72,4 +74,4 @@ def train_cmd(
     with usage_errors(errors=(ValueError, FileExistsError)):
         path = train(cfg, progress=progress)
     typer.echo(f"done: {cfg.name} in {path} (best.zip, progress.csv, learning_curve.png); "
-               f"score it with: causalplay bench --agents rl:path={path}")
+               f"score it with: causalplay bench --agents \"{format_spec('rl', path=str(path))}\"")
