@@ -27,7 +27,7 @@ import torch
 
 from causalplay.core.exact import log_likelihood
 
-from .base import TaskInfo, task_beliefs
+from .base import TaskInfo
 from .bayesian import EIGAgent
 
 __all__ = ["EIGPixelsAgent"]
@@ -124,24 +124,18 @@ class EIGPixelsAgent(EIGAgent):
         dark_part = both[C:] + lw[:, None] + torch.log(torch.tensor(1.0 - q_lit, dtype=space.dtype))
         return torch.logsumexp(torch.cat([lit_part, dark_part]), 0)
 
-    def _update_soft(self, rows: list[int], p_on: torch.Tensor, p_lit: torch.Tensor, flip: float) -> None:
-        for b in rows:
-            lw = self.post.log_w[b] + self._soft_ll(p_on[b], p_lit[b], flip)
-            self.post.log_w[b] = lw - torch.logsumexp(lw, 0)
-
     def _rebuild(self, rows: list[int]) -> None:
-        """Posterior of ``rows`` from scratch: count, every readout as soft evidence (light flipped with
-        probability ``floor``), every "did not end" exclusion."""
-        at = torch.tensor(rows)
-        fresh = task_beliefs(self.task, len(rows))
-        fresh.condition_count_(self.count[at])
+        """Posterior of ``rows`` from scratch: count, every "did not end" exclusion, every readout as soft evidence
+        (light flipped with probability ``floor``)."""
+        mask = torch.zeros(self.B, dtype=torch.bool)
+        mask[rows] = True
+        self.post.reset_(mask)
+        self.post.condition_count_(self.count)  # the other rows are conditioned already: unchanged
         for codes, act in self.excluded:
-            fresh.exclude_(codes[at], act[at])
-        for log_w, b in zip(fresh.log_w, rows, strict=True):
-            for p_on, p_lit in self.readouts:
-                log_w = log_w + self._soft_ll(p_on[b], p_lit[b], self.floor)
-            self.post.log_w[b] = log_w - torch.logsumexp(log_w, 0)
-            self.rebuilt[b] += 1
+            self.post.exclude_(codes, act & mask)
+        self.post.observe_soft_(torch.stack([sum(self._soft_ll(p_on[b], p_lit[b], self.floor)
+                                                 for p_on, p_lit in self.readouts) for b in rows]), rows)
+        self.rebuilt[rows] += 1
         self.stats["rebuilt"] += len(rows)
 
     def _belief_step(self, obs: dict, active: torch.Tensor) -> torch.Tensor:
@@ -160,8 +154,7 @@ class EIGPixelsAgent(EIGAgent):
         if soft:
             self.stats["soft"] += len(soft)
             self.soft_panels[soft] += 1
-            # hard rows first (BatchBeliefs.observe_ leaves inactive rows alone), then the unsure rows one by one
-            self._update_soft(soft, p_on, p_lit, self.floor)
+            self.post.observe_soft_(torch.stack([self._soft_ll(p_on[b], p_lit[b], self.floor) for b in soft]), soft)
         if bool(hard.any()):
             self.post.observe_(p_on > 0.5, p_lit > 0.5, hard)
         dead = torch.nonzero(active & ~torch.isfinite(self.post.log_w).any(1)).flatten().tolist()

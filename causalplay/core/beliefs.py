@@ -116,6 +116,35 @@ class BatchBeliefs:
         if len(idx):
             self.log_w[idx] = observe(self.space, self.log_w[idx], on[idx].to(dt), lit[idx].to(dt), check=False)
 
+    def observe_soft_(self, log_lik: torch.Tensor, rows: torch.Tensor | None = None) -> None:
+        """Bayes' rule with evidence given as its likelihood, in place: ``log_lik [R, H]`` is the log-probability
+        of each updated row's observation under every hypothesis (rule-major, as ``log_w``), added to those rows'
+        log weights, which are then renormalised.
+
+        ``rows`` picks the ``R`` rows: a bool mask ``[B]`` or row indices (None: all ``B``). Certain evidence is
+        the case ``log_lik = causalplay.core.exact.log_likelihood(space, trial[:, None], lit[:, None])`` (what
+        :meth:`observe_` adds); soft evidence, a reading that is only probably right, is the likelihood of the
+        reading, ``sum_x P(reading | x) P(x | h)`` over what may have been seen. A row whose hypotheses all have
+        likelihood 0 becomes NaN (nothing is checked here; see ``torch.isfinite``).
+        """
+        sel = slice(None) if rows is None else rows
+        old = self.log_w[sel]
+        if not isinstance(log_lik, torch.Tensor) or log_lik.shape != old.shape:
+            got = tuple(log_lik.shape) if isinstance(log_lik, torch.Tensor) else type(log_lik).__name__
+            raise ValueError(f"log_lik must be a tensor [{old.shape[0]}, {old.shape[1]}] (one row per updated "
+                             f"row, one column per hypothesis), got {got}")
+        new = old + log_lik.to(old.dtype)
+        new = new - torch.logsumexp(new, -1, keepdim=True)
+        if rows is None:
+            self.log_w = new
+        else:
+            self.log_w[rows] = new
+
+    def reset_(self, rows: torch.Tensor) -> None:
+        """Back to the space's prior in ``rows`` (a bool mask ``[B]`` or row indices), in place: those learners
+        have seen nothing (condition them again with :meth:`condition_count_`, :meth:`exclude_`, ...)."""
+        self.log_w[rows] = self.space.log_prior.to(self.log_w.dtype)
+
     def condition_count_(self, count: torch.Tensor) -> None:
         """Keep only blicket sets of the announced size ``count [B]``, in place (renormalised by the next
         :meth:`observe_`, or call :meth:`normalise_`)."""
