@@ -12,6 +12,8 @@
   demonstrations shown first, a told blicket count, a test budget;
 * :func:`predict`, :func:`utility` (:mod:`.predict`): first-choice probabilities per new participant, and the mutual
   information between the model identity and a participant's first ``K`` choices (adaptive design optimisation);
+* :mod:`.ado`: sequential adaptive design across a study's participants (the posterior over models after each
+  finished participant, the next participant's design), its state a JSON-ready dict;
 * :func:`designs_of`, :func:`nexiom_designs`, :func:`design_space` (:mod:`.data`): the designs in trial data, in the
   shipped study, and every design of a stated space;
 * :func:`score_people`, :func:`score_histories`, :func:`record_nexiom`, :func:`summarise` (:mod:`.trajectories`): any
@@ -19,9 +21,11 @@
 """
 
 from ..core.design import Design
+from . import ado
 from .data import design_space, designs_of, nexiom_designs
-from .predict import Utility, population_draws, predict, utility
+from .predict import Utility, information, population_draws, predict, sequence_log_probs, utility
 from .trajectories import EpisodeRecorder, record_nexiom, score_histories, score_people, summarise
 
-__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "designs_of", "nexiom_designs",
+__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information", "ado",
+           "designs_of", "nexiom_designs",
            "design_space", "score_histories", "score_people", "record_nexiom", "EpisodeRecorder", "summarise"]

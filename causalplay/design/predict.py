@@ -31,7 +31,7 @@ from ..models.choice.base import told_set_prior
 if TYPE_CHECKING:
     from ..fitting import Fit
 
-__all__ = ["predict", "utility", "Utility", "population_draws"]
+__all__ = ["predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information"]
 
 _F64 = torch.float64
 _EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
@@ -340,6 +340,60 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     return Utility(torch.cat(nats), torch.cat(se), method, K, names, log_prior.exp())
 
 
+def sequence_log_probs(fits: Mapping[str, Fit], designs: Sequence[Design] | Design, choices: int = 1, *,
+                       draws: int = 200, seed: int = 0, chunk: int | None = None) -> torch.Tensor:
+    """Each model's log probability of every possible sequence of a participant's first ``choices`` choices.
+
+    The leaves of the tree :func:`utility` sums over (``method="exact"``): a stop before choice ``K``, or ``K``
+    choices, each model's probability averaged over its ``draws`` new participants (:func:`population_draws`, seeded
+    with ``seed`` as in :func:`utility`). They do not depend on the prior over models, so the utility of every design
+    under any prior follows from them without refitting or re-predicting (:func:`information`): what sequential
+    adaptive design (:mod:`causalplay.design.ado`) computes once and reuses after every participant.
+
+    Returns
+    -------
+    Tensor ``[models, designs, leaves]``
+        Log probabilities (``-inf`` where impossible); over the leaves of a design and model they sum to 1 (in
+        probability). ``leaves`` is ``sum_k (2**N)**(k-1) * c_k`` with ``c_k = 2**N + 1`` for ``k = K``, else 1.
+    """
+    if not isinstance(fits, Mapping) or len(fits) < 1:
+        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
+    if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
+        raise TypeError(f"fits[{bad[0]!r}] is a tensor; sequence_log_probs needs Fits")
+    designs = _check_designs(designs)
+    K = V.integer(choices, "choices", low=1)
+    draws = V.integer(draws, "draws", low=1)
+    seed = V.integer(seed, "seed")
+    n_choice = 2**designs[0].n_objects + 1
+    thetas = [population_draws(f, draws, seed) for f in fits.values()]
+    M = len(fits)
+    per_design = n_choice ** (K - 1) * M * draws * n_choice * 4
+    chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
+    log_prior = torch.full((M,), -math.log(M), dtype=_F64)
+    cache = [{} for _ in fits]
+    shared: dict = {}
+    out = []
+    for a in range(0, len(designs), chunk):
+        leaves: list = []
+        _exact(list(fits.values()), thetas, designs, torch.arange(a, min(a + chunk, len(designs))), K, log_prior,
+               cache, shared, leaves)
+        out.append(torch.cat(leaves, -1))
+    return torch.cat(out, 1)
+
+
+def information(log_p: torch.Tensor, prior: torch.Tensor | Sequence[float] | None = None) -> torch.Tensor:
+    """Mutual information (nats) between the model and the sequence, per design, from
+    :func:`sequence_log_probs`' ``[models, designs, leaves]`` and prior weights over the models (default uniform;
+    normalised): ``sum_m pi_m sum_y p_m(y) log(p_m(y) / sum_m' pi_m' p_m'(y))``."""
+    if not isinstance(log_p, torch.Tensor) or log_p.dim() != 3:
+        raise ValueError(f"log_p must be a [models, designs, leaves] tensor, got {V.describe(log_p)}")
+    M = log_p.shape[0]
+    w = torch.ones(M, dtype=_F64) if prior is None else torch.as_tensor(prior, dtype=_F64).flatten()
+    if w.shape != (M,) or not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or float(w.sum()) <= 0:
+        raise ValueError(f"prior must hold {M} finite non-negative weights, not all 0, got {w.tolist()}")
+    return _mi_terms(log_p.to(_F64), torch.log(w / w.sum())).sum(-1)
+
+
 def _log_prior(prior, names: list[str]) -> torch.Tensor:
     if prior is None:
         w = np.ones(len(names))
@@ -356,8 +410,11 @@ def _log_prior(prior, names: list[str]) -> torch.Tensor:
     return torch.log(torch.as_tensor(w / w.sum(), dtype=_F64))
 
 
-def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared) -> torch.Tensor:
-    """Utility of the designs ``idx`` by summing over every choice sequence (a tree of ``(2**N)**(K-1)`` rows)."""
+def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared, leaves_out: list | None = None) -> torch.Tensor:
+    """Utility of the designs ``idx`` by summing over every choice sequence (a tree of ``(2**N)**(K-1)`` rows).
+
+    ``leaves_out``: a list that receives ``[M, len(idx), leaves]``, each model's log probability of every complete
+    sequence (a stop before choice ``K``, or ``K`` choices), per design, in a fixed order."""
     rows = _Rows(designs, idx.clone(), shared)
     local = torch.arange(len(idx))  # row -> position in idx
     S = rows.S
@@ -367,8 +424,10 @@ def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared) -> torch.Te
         step = torch.stack([rows.step_log_probs(f, th, c) for f, th, c in zip(fits, thetas, caches, strict=True)])
         joint = lp[..., None] + step  # [M, J, R, C]
         leaves = joint if k == K else joint[..., S:]  # the last choice, or a stop before it
-        terms = _mi_terms(_log_mean_exp(leaves, 1), log_prior).sum(-1)  # [R]
-        total.index_add_(0, local, terms)
+        mix = _log_mean_exp(leaves, 1)  # [M, R, C'] each model's population mixture
+        total.index_add_(0, local, _mi_terms(mix, log_prior).sum(-1))
+        if leaves_out is not None:  # rows are design-major (a row's children follow it), so a reshape groups them
+            leaves_out.append(mix.reshape(mix.shape[0], len(idx), -1))
         if k < K:  # every row continues with every object set
             R = len(local)
             rep = torch.arange(R).repeat_interleave(S)
