@@ -77,3 +77,22 @@ def test_fit_ppc_of_a_saved_fit(tmp_path):
     t = t.dropna()  # a statistic no replica has (a 9th test) is NaN
     assert len(t) >= 8 and (t["q5"] <= t["model"] + 1e-12).all() and (t["model"] <= t["q95"] + 1e-12).all()
     assert not math.isnan(t.loc["mean_tests", "model"])
+
+
+def test_workflow_progress_goes_to_logging_not_stdout(capsys, caplog, monkeypatch):
+    """crossval/model_recovery progress: stderr when nobody configured logging, the logger when someone did,
+    never stdout (a library must not print into its caller's output)."""
+    import logging
+
+    from causalplay.fitting import workflows
+
+    with monkeypatch.context() as m:  # pytest's own log capture is a handler: cut it off to see "unconfigured"
+        m.setattr(workflows.log, "propagate", False)
+        workflows._log("[crossval] fold 1/2 eig: 1.0 nats/choice", True)
+        workflows._log("[crossval] quiet", False)
+    out, err = capsys.readouterr()
+    assert out == "" and err == "[crossval] fold 1/2 eig: 1.0 nats/choice\n"
+    with caplog.at_level(logging.INFO, logger=workflows.log.name):
+        workflows._log("[models] random #0: picked random", True)
+    assert [r.getMessage() for r in caplog.records] == ["[models] random #0: picked random"]
+    assert capsys.readouterr() == ("", "")

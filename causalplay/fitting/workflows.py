@@ -16,6 +16,7 @@ seeded, so the tables do not depend on where the fits ran (beyond floating-point
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -59,9 +60,18 @@ def fit_and_score(fit_data: TrialData, held: TrialData, model: str, *, method: s
     return heldout_score(f, held, n_draws=n_draws, seed=score_seed)
 
 
+log = logging.getLogger(__name__)  # one line per finished fit or data set
+
+
 def _log(msg: str, verbose: bool) -> None:
-    if verbose:
-        print(msg, flush=True)
+    """Progress goes to this module's logger: at INFO with ``verbose`` (shown on stderr when the application has
+    not configured logging), at DEBUG without."""
+    if not verbose:
+        log.debug(msg)
+    elif log.hasHandlers():
+        log.info(msg)
+    else:  # nobody configured logging (INFO is then off): a verbose run still shows its progress, on stderr
+        logging.StreamHandler().handle(log.makeRecord(log.name, logging.INFO, __file__, 0, msg, None, None))
 
 
 # ---- held-out scores of several models on one data set ---------------------------------------------------------
