@@ -203,105 +203,15 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
     def bad(file, line, col, val, problem):
         issues.append(RowIssue(file, int(line), col, str(val), problem))
 
-    if "n_objects" in P.columns:
-        first: tuple[int, int] | None = None
-        for i, v in P["n_objects"].items():
-            n = _count(v)
-            if n is None or n < 1:
-                bad("participants.csv", i, "n_objects", v, "expected a positive integer" + _ascii(v))
-            elif n_objects is not None and n != n_objects:
-                bad("participants.csv", i, "n_objects", v, f"disagrees with load_trials(n_objects={n_objects})")
-            elif first is not None and n != first[0]:
-                bad("participants.csv", i, "n_objects", v, f"differs from row {first[1]} ({first[0]}): every "
-                    "participant must have the same number of objects")
-            elif first is None:
-                first = (n, i)
-        if n_objects is None and first is not None and not issues:
-            n_objects = first[0]
-    elif n_objects is None:
-        mx = max((int(p) for col, df in (("true_blickets", P), ("judged_blickets", P), ("objects_on", T))
-                  for v in df[col] for p in v.split() if p.isascii() and p.isdigit()), default=None)
-        hint = ("no object index appears in the files, so any N >= 1" if mx is None else
-                f"the largest index in the files is {mx}, so N >= {mx + 1}")
-        raise DataValidationError([RowIssue(
-            "participants.csv", 1, "n_objects", "",
-            "the number of objects is not given: add an n_objects column to participants.csv or pass "
-            f"load_trials(folder, n_objects=N) (objects are numbered from 0; {hint})")])
+    n_objects = _object_count(P, T, n_objects, bad)
 
     # participants.csv
     prow: dict[str, dict] = {}
     parsed_p = []
     for i, r in P.iterrows():
-        f = "participants.csv"
-        out = dict(r)
-        pid = r["participant"].strip()
-        if not pid:
-            bad(f, i, "participant", r["participant"], "empty participant code")
-        elif pid in prow:
-            bad(f, i, "participant", pid, f"duplicate participant code (first at row {prow[pid]['_row']})")
-        out.update(participant=pid, _row=int(i))
-        try:
-            rule = make_rule(r["rule"].strip())
-            out["rule"] = rule.name
-        except (ValueError, TypeError) as e:
-            bad(f, i, "rule", r["rule"], str(e))
-            rule = None
-        out["_rule"] = rule
-        for col in ("true_blickets", "judged_blickets"):
-            v = _indices(r[col], n_objects)
-            if isinstance(v, str):
-                bad(f, i, col, r[col], v)
-                v = None
-            out[col] = v
-        rc = r["rule_choice"].strip()
-        if rc:
-            try:
-                out["rule_choice"] = make_rule(rc).name
-            except (ValueError, TypeError) as e:
-                bad(f, i, "rule_choice", r["rule_choice"], str(e))
-        else:
-            out["rule_choice"] = None
-        out["n_tests"] = _count(r["n_tests"])
-        if out["n_tests"] is None:
-            bad(f, i, "n_tests", r["n_tests"], "expected a non-negative integer" + _ascii(r["n_tests"]))
-        if "n_objects" in P.columns:
-            out["n_objects"] = _count(r["n_objects"])
-        if "n_blickets" in P.columns:
-            out["n_blickets"] = k = _count(r["n_blickets"])
-            if r["n_blickets"].strip() and k is None:
-                bad(f, i, "n_blickets", r["n_blickets"],
-                    "expected a non-negative integer (or empty)" + _ascii(r["n_blickets"]))
-            elif k is not None and out["true_blickets"] is not None and k != len(out["true_blickets"]):
-                bad(f, i, "n_blickets", r["n_blickets"], f"the count told must equal the number of true_blickets "
-                    f"({len(out['true_blickets'])})")
-        for col in ("blickets_correct", "rule_correct", "prior_experience"):
-            if col in P.columns:
-                v = r[col].strip().lower()
-                if v and v not in _BOOL:
-                    bad(f, i, col, r[col], "expected true/false (or empty)")
-                out[col] = _BOOL.get(v)
-        if "round" in P.columns:
-            rd = _count(r["round"])
-            if not (rd is not None and rd >= 1):
-                bad(f, i, "round", r["round"],
-                    "expected a positive integer (1-based round of the learner)" + _ascii(r["round"]))
-                rd = None
-            out["round"] = rd
-            out["learner"] = r["learner"].strip()
-            if not out["learner"]:
-                bad(f, i, "learner", r["learner"], "empty learner code (needed with a round column)")
-        if "round_seconds" in P.columns:
-            out["round_seconds"] = _nonneg_float(r["round_seconds"],
-                                                 partial(bad, f, i, "round_seconds", r["round_seconds"]))
-        if out.get("blickets_correct") is not None and out["true_blickets"] is not None \
-                and out["judged_blickets"] is not None \
-                and out["blickets_correct"] != (out["true_blickets"] == out["judged_blickets"]):
-            bad(f, i, "blickets_correct", r["blickets_correct"], "disagrees with true_blickets/judged_blickets")
-        if out.get("rule_correct") is not None and rule is not None and isinstance(out["rule_choice"], str) \
-                and out["rule_correct"] != (out["rule_choice"] == rule.name):
-            bad(f, i, "rule_correct", r["rule_correct"], "disagrees with rule/rule_choice")
-        if pid and pid not in prow:
-            prow[pid] = out
+        out = _participant_row(i, r, P.columns, n_objects, prow, bad)
+        if out["participant"] and out["participant"] not in prow:
+            prow[out["participant"]] = out
         parsed_p.append(out)
 
     # tests.csv
@@ -309,63 +219,10 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
     seen: dict[str, list[int]] = {}
     flags: list[RowIssue] = []
     for i, r in T.iterrows():
-        f = "tests.csv"
-        out = dict(r)
-        pid = r["participant"].strip()
-        out["participant"] = pid
-        if pid not in prow:
-            bad(f, i, "participant", r["participant"], "participant code not in participants.csv")
-        tt = _count(r["test"])
-        if tt is not None and tt >= 1:
-            out["test"] = tt
-            seen.setdefault(pid, []).append(tt)
-            if seen[pid][-1] != len(seen[pid]):
-                bad(f, i, "test", r["test"], f"tests of {pid} must be numbered 1, 2, ... in order; "
-                                              f"expected {len(seen[pid])}")
-        else:
-            bad(f, i, "test", r["test"], "expected a positive integer (1-based test index)" + _ascii(r["test"]))
-            out["test"] = None
-        v = _indices(r["objects_on"], n_objects)
-        if isinstance(v, str):
-            bad(f, i, "objects_on", r["objects_on"], v)
-            v = None
-        out["objects_on"] = v
-        lit = r["lit"].strip().lower()
-        if lit not in _BOOL:
-            bad(f, i, "lit", r["lit"], "expected true/false (or 1/0)")
-        out["lit"] = _BOOL.get(lit)
-        if "source" in T.columns and r["source"].strip().lower() not in SOURCES:
-            bad(f, i, "source", r["source"], "expected choice, demonstration, participant (read as choice) or "
-                "context (read as demonstration); empty = choice")
-        if "seconds_since_previous" in T.columns:
-            out["seconds_since_previous"] = _nonneg_float(
-                r["seconds_since_previous"], partial(bad, f, i, "seconds_since_previous", r["seconds_since_previous"]))
-        out["possible"] = True
-        p = prow.get(pid)
-        if p is not None and p["_rule"] is not None and p["true_blickets"] is not None and v is not None \
-                and out["lit"] is not None:
-            k = torch.tensor(float(len(set(v) & set(p["true_blickets"]))), dtype=torch.float64)
-            p_lit = float(p["_rule"].p_lit(k))
-            if (out["lit"] and p_lit == 0.0) or (not out["lit"] and p_lit == 1.0):
-                out["possible"] = False
-                flags.append(RowIssue(f, int(i), "lit", r["lit"],
-                                      f"impossible outcome: objects {list(v)} with true blickets "
-                                      f"{list(p['true_blickets'])} under the {p['rule']} rule give "
-                                      f"P(lit)={p_lit:g} (participant {pid})"))
-        parsed_t.append(out)
+        parsed_t.append(_test_row(i, r, T.columns, n_objects, prow, seen, flags, bad))
 
     if "round" in P.columns:
-        rounds: dict[str, list[tuple[int, int]]] = {}
-        for p in parsed_p:
-            if p.get("learner") and p.get("round") is not None:
-                rounds.setdefault(p["learner"], []).append((p["round"], p["_row"]))
-        for who, rs in rounds.items():
-            nums = sorted(n for n, _ in rs)
-            if nums != list(range(1, len(nums) + 1)):
-                row = max(rs)[1] if len(set(nums)) == len(nums) else \
-                    [r for n, r in rs if [m for m, _ in rs].count(n) > 1][-1]
-                bad("participants.csv", row, "round", str(nums),
-                    f"rounds of learner {who!r} must be numbered 1..{len(nums)}, each once; got {nums}")
+        _check_rounds(parsed_p, bad)
 
     for pid, p in prow.items():
         if p["n_tests"] is not None and p["n_tests"] != len(seen.get(pid, [])):
@@ -380,6 +237,178 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
     order = {pid: k for k, pid in enumerate(part["participant"])}
     tests = tests.sort_values(["participant", "test"], key=lambda s: s.map(order) if s.name == "participant" else s)
     return TrialData(part, tests.reset_index(drop=True), n_objects, flags, str(folder))
+
+
+def _object_count(P: pd.DataFrame, T: pd.DataFrame, n_objects: int | None, bad) -> int | None:
+    """The number of objects: ``n_objects`` or the files' ``n_objects`` column, which must agree and be one
+    positive integer (None when a row is bad: ``bad`` has the row)."""
+    found = False
+    if "n_objects" in P.columns:
+        first: tuple[int, int] | None = None
+        for i, v in P["n_objects"].items():
+            n = _count(v)
+            if n is None or n < 1:
+                found = True
+                bad("participants.csv", i, "n_objects", v, "expected a positive integer" + _ascii(v))
+            elif n_objects is not None and n != n_objects:
+                found = True
+                bad("participants.csv", i, "n_objects", v, f"disagrees with load_trials(n_objects={n_objects})")
+            elif first is not None and n != first[0]:
+                found = True
+                bad("participants.csv", i, "n_objects", v, f"differs from row {first[1]} ({first[0]}): every "
+                    "participant must have the same number of objects")
+            elif first is None:
+                first = (n, i)
+        if n_objects is None and first is not None and not found:
+            n_objects = first[0]
+    elif n_objects is None:
+        mx = max((int(p) for col, df in (("true_blickets", P), ("judged_blickets", P), ("objects_on", T))
+                  for v in df[col] for p in v.split() if p.isascii() and p.isdigit()), default=None)
+        hint = ("no object index appears in the files, so any N >= 1" if mx is None else
+                f"the largest index in the files is {mx}, so N >= {mx + 1}")
+        raise DataValidationError([RowIssue(
+            "participants.csv", 1, "n_objects", "",
+            "the number of objects is not given: add an n_objects column to participants.csv or pass "
+            f"load_trials(folder, n_objects=N) (objects are numbered from 0; {hint})")])
+    return n_objects
+
+
+def _participant_row(i: int, r: pd.Series, columns, n_objects: int | None, prow: dict, bad) -> dict:
+    """Row ``i`` of participants.csv parsed and checked (``prow``: the rows seen so far, by code)."""
+    f = "participants.csv"
+    out = dict(r)
+    pid = r["participant"].strip()
+    if not pid:
+        bad(f, i, "participant", r["participant"], "empty participant code")
+    elif pid in prow:
+        bad(f, i, "participant", pid, f"duplicate participant code (first at row {prow[pid]['_row']})")
+    out.update(participant=pid, _row=int(i))
+    try:
+        rule = make_rule(r["rule"].strip())
+        out["rule"] = rule.name
+    except (ValueError, TypeError) as e:
+        bad(f, i, "rule", r["rule"], str(e))
+        rule = None
+    out["_rule"] = rule
+    for col in ("true_blickets", "judged_blickets"):
+        v = _indices(r[col], n_objects)
+        if isinstance(v, str):
+            bad(f, i, col, r[col], v)
+            v = None
+        out[col] = v
+    rc = r["rule_choice"].strip()
+    if rc:
+        try:
+            out["rule_choice"] = make_rule(rc).name
+        except (ValueError, TypeError) as e:
+            bad(f, i, "rule_choice", r["rule_choice"], str(e))
+    else:
+        out["rule_choice"] = None
+    out["n_tests"] = _count(r["n_tests"])
+    if out["n_tests"] is None:
+        bad(f, i, "n_tests", r["n_tests"], "expected a non-negative integer" + _ascii(r["n_tests"]))
+    if "n_objects" in columns:
+        out["n_objects"] = _count(r["n_objects"])
+    if "n_blickets" in columns:
+        out["n_blickets"] = k = _count(r["n_blickets"])
+        if r["n_blickets"].strip() and k is None:
+            bad(f, i, "n_blickets", r["n_blickets"],
+                "expected a non-negative integer (or empty)" + _ascii(r["n_blickets"]))
+        elif k is not None and out["true_blickets"] is not None and k != len(out["true_blickets"]):
+            bad(f, i, "n_blickets", r["n_blickets"], f"the count told must equal the number of true_blickets "
+                f"({len(out['true_blickets'])})")
+    for col in ("blickets_correct", "rule_correct", "prior_experience"):
+        if col in columns:
+            v = r[col].strip().lower()
+            if v and v not in _BOOL:
+                bad(f, i, col, r[col], "expected true/false (or empty)")
+            out[col] = _BOOL.get(v)
+    if "round" in columns:
+        rd = _count(r["round"])
+        if not (rd is not None and rd >= 1):
+            bad(f, i, "round", r["round"],
+                "expected a positive integer (1-based round of the learner)" + _ascii(r["round"]))
+            rd = None
+        out["round"] = rd
+        out["learner"] = r["learner"].strip()
+        if not out["learner"]:
+            bad(f, i, "learner", r["learner"], "empty learner code (needed with a round column)")
+    if "round_seconds" in columns:
+        out["round_seconds"] = _nonneg_float(r["round_seconds"],
+                                             partial(bad, f, i, "round_seconds", r["round_seconds"]))
+    if out.get("blickets_correct") is not None and out["true_blickets"] is not None \
+            and out["judged_blickets"] is not None \
+            and out["blickets_correct"] != (out["true_blickets"] == out["judged_blickets"]):
+        bad(f, i, "blickets_correct", r["blickets_correct"], "disagrees with true_blickets/judged_blickets")
+    if out.get("rule_correct") is not None and rule is not None and isinstance(out["rule_choice"], str) \
+            and out["rule_correct"] != (out["rule_choice"] == rule.name):
+        bad(f, i, "rule_correct", r["rule_correct"], "disagrees with rule/rule_choice")
+    return out
+
+
+def _test_row(i: int, r: pd.Series, columns, n_objects: int | None, prow: dict, seen: dict, flags: list,
+              bad) -> dict:
+    """Row ``i`` of tests.csv parsed and checked against its participant (``seen``: each participant's test
+    numbers so far; an outcome the rule makes impossible goes to ``flags``)."""
+    f = "tests.csv"
+    out = dict(r)
+    pid = r["participant"].strip()
+    out["participant"] = pid
+    if pid not in prow:
+        bad(f, i, "participant", r["participant"], "participant code not in participants.csv")
+    tt = _count(r["test"])
+    if tt is not None and tt >= 1:
+        out["test"] = tt
+        seen.setdefault(pid, []).append(tt)
+        if seen[pid][-1] != len(seen[pid]):
+            bad(f, i, "test", r["test"], f"tests of {pid} must be numbered 1, 2, ... in order; "
+                                          f"expected {len(seen[pid])}")
+    else:
+        bad(f, i, "test", r["test"], "expected a positive integer (1-based test index)" + _ascii(r["test"]))
+        out["test"] = None
+    v = _indices(r["objects_on"], n_objects)
+    if isinstance(v, str):
+        bad(f, i, "objects_on", r["objects_on"], v)
+        v = None
+    out["objects_on"] = v
+    lit = r["lit"].strip().lower()
+    if lit not in _BOOL:
+        bad(f, i, "lit", r["lit"], "expected true/false (or 1/0)")
+    out["lit"] = _BOOL.get(lit)
+    if "source" in columns and r["source"].strip().lower() not in SOURCES:
+        bad(f, i, "source", r["source"], "expected choice, demonstration, participant (read as choice) or "
+            "context (read as demonstration); empty = choice")
+    if "seconds_since_previous" in columns:
+        out["seconds_since_previous"] = _nonneg_float(
+            r["seconds_since_previous"], partial(bad, f, i, "seconds_since_previous", r["seconds_since_previous"]))
+    out["possible"] = True
+    p = prow.get(pid)
+    if p is not None and p["_rule"] is not None and p["true_blickets"] is not None and v is not None \
+            and out["lit"] is not None:
+        k = torch.tensor(float(len(set(v) & set(p["true_blickets"]))), dtype=torch.float64)
+        p_lit = float(p["_rule"].p_lit(k))
+        if (out["lit"] and p_lit == 0.0) or (not out["lit"] and p_lit == 1.0):
+            out["possible"] = False
+            flags.append(RowIssue(f, int(i), "lit", r["lit"],
+                                  f"impossible outcome: objects {list(v)} with true blickets "
+                                  f"{list(p['true_blickets'])} under the {p['rule']} rule give "
+                                  f"P(lit)={p_lit:g} (participant {pid})"))
+    return out
+
+
+def _check_rounds(parsed_p: list[dict], bad) -> None:
+    """Each learner's rounds are numbered 1..n, each once."""
+    rounds: dict[str, list[tuple[int, int]]] = {}
+    for p in parsed_p:
+        if p.get("learner") and p.get("round") is not None:
+            rounds.setdefault(p["learner"], []).append((p["round"], p["_row"]))
+    for who, rs in rounds.items():
+        nums = sorted(n for n, _ in rs)
+        if nums != list(range(1, len(nums) + 1)):
+            row = max(rs)[1] if len(set(nums)) == len(nums) else \
+                [r for n, r in rs if [m for m, _ in rs].count(n) > 1][-1]
+            bad("participants.csv", row, "round", str(nums),
+                f"rounds of learner {who!r} must be numbered 1..{len(nums)}, each once; got {nums}")
 
 
 def _nonneg_float(value: str, report) -> float | None:
