@@ -29,14 +29,14 @@ class Config:
     name: str = "causal_dag_table"
     env_id: str = "causalplay/CausalDAG-v1"
     agents: tuple[str, ...] = ("expert", "random", "value", "change", "total-corr", "partial-corr", "notears",
-                               "bayes", "bayes:target='action'", "bc")
+                               "eig", "eig:target='action'", "bc")
     episodes: int = 1000
     seeds: tuple[int, ...] = (0,)
     splits: tuple[str, ...] = ("train", "test")
     linear: tuple[bool, ...] = (False, True)
     notears_episodes: int = 1000
-    bayes_episodes: int = 1000
-    bayes_action_episodes: int = 1000
+    eig_episodes: int = 1000
+    eig_action_episodes: int = 1000
     bc_episodes: int = 20000
     bc_epochs: int = 15
     runs_dir: str = "runs"
@@ -47,8 +47,8 @@ class Config:
 
 
 SMOKE = dict(name="causal_dag_smoke", episodes=8, agents=("expert", "random", "value", "change", "total-corr",
-                                                          "partial-corr", "bayes", "bc"),
-             bc_episodes=200, bc_epochs=2, bayes_episodes=8, bayes_action_episodes=8)
+                                                          "partial-corr", "eig", "bc"),
+             bc_episodes=200, bc_epochs=2, eig_episodes=8, eig_action_episodes=8)
 
 
 def run(cfg: Config) -> list[dict]:
@@ -65,8 +65,8 @@ def run(cfg: Config) -> list[dict]:
             train_bc(out / "bc", n_episodes=cfg.bc_episodes, epochs=cfg.bc_epochs, env_id=cfg.env_id,
                      log=lambda s: None)
         agents[agents.index("bc")] = format_spec("bc", path=str(out / "bc" / "policy.pt"))
-    caps = {"notears": cfg.notears_episodes, "bayes": cfg.bayes_episodes,
-            "bayes:target='action'": cfg.bayes_action_episodes, **cfg.episodes_per_agent}
+    caps = {"notears": cfg.notears_episodes, "eig": cfg.eig_episodes,
+            "eig:target='action'": cfg.eig_action_episodes, **cfg.episodes_per_agent}
     keep = [v for v in family_of(cfg.env_id).variants(cfg.env_id)
             if dict(v)["split"] in cfg.splits and dict(v)["linear"] in cfg.linear]
     df = run_benchmark([cfg.env_id], agents, cfg.episodes, cfg.seeds, out, executor=cfg.executor,

@@ -11,7 +11,7 @@ figures (``--docs`` copies them to ``docs/img/physics_*``). A rerun reuses every
     python analyses/physics_table.py --name physics_full --n-tasks 100 --test-tasks 200   # PHYRE's task counts
     python analyses/physics_table.py --smoke                # a minute; what the test runs
 
-Every option is a field of :class:`Config` (``--help``; lists are space-separated: ``--folds 0 1 --agents rand mem``).
+Every option is a field of :class:`Config` (``--help``; lists are space-separated: ``--folds 0 1 --agents random mem``).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 #: PHYRE's Table 1a (AUCCESS, mean +- SD over 10 folds): a reference, not a reproduction (different templates).
-PAPER = {("B", "cross"): {"rand": "13.0 ± 5.0", "mem": "18.5 ± 5.1", "mem-o": "22.8 ± 5.0", "dqn": "36.8 ± 9.7",
+PAPER = {("B", "cross"): {"random": "13.0 ± 5.0", "mem": "18.5 ± 5.1", "mem-o": "22.8 ± 5.0", "dqn": "36.8 ± 9.7",
                           "dqn-o": "56.2 ± 10.5"},
-         ("B", "within"): {"rand": "13.7 ± 0.5", "mem": "2.4 ± 0.3", "dqn": "77.6 ± 1.1"},
-         ("2B", "cross"): {"rand": "2.6 ± 1.5", "mem": "3.7 ± 2.3", "mem-o": "4.9 ± 3.1", "dqn": "23.2 ± 9.1",
+         ("B", "within"): {"random": "13.7 ± 0.5", "mem": "2.4 ± 0.3", "dqn": "77.6 ± 1.1"},
+         ("2B", "cross"): {"random": "2.6 ± 1.5", "mem": "3.7 ± 2.3", "mem-o": "4.9 ± 3.1", "dqn": "23.2 ± 9.1",
                            "dqn-o": "39.6 ± 11.1"},
-         ("2B", "within"): {"rand": "3.6 ± 0.6", "mem": "3.2 ± 0.2", "dqn": "67.8 ± 1.5"}}
+         ("2B", "within"): {"random": "3.6 ± 0.6", "mem": "3.2 ± 0.2", "dqn": "67.8 ± 1.5"}}
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Config:
     name: str = "physics_table"
     tiers: tuple[str, ...] = ("B", "2B")
     settings: tuple[str, ...] = ("within", "cross")
-    agents: tuple[str, ...] = ("rand", "mem", "mem-o", "dqn", "dqn-o", "ssup")
+    agents: tuple[str, ...] = ("random", "mem", "mem-o", "dqn", "dqn-o", "ssup")
     folds: tuple[int, ...] = tuple(range(10))
     seed: int = 0
     test_tasks: int = 8  # test tasks per fold and setting (a stable-hash sample of the fold's test split)
@@ -53,7 +53,7 @@ class Config:
     smoke: bool = False  # start from SMOKE: a tiny run (what the test runs)
 
 
-SMOKE = Config(name="physics_smoke", tiers=("B",), agents=("rand", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20",
+SMOKE = Config(name="physics_smoke", tiers=("B",), agents=("random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20",
                                                            "ssup:n_cand=6"),
                folds=(0,), test_tasks=3, templates=(0, 2, 10), n_tasks=10, executor="serial", workers=1, smoke=True)
 ENVS = {"B": "causalplay/PhysicsB-v0", "2B": "causalplay/Physics2B-v0", "2B-v1": "causalplay/Physics2B-v1"}

@@ -85,6 +85,9 @@ class TaskFamily:
         What it is when a run has a single seed (default: ``spread``).
     default_episodes : int
         Episodes per env x variant x agent x seed when the CLI is not told.
+    deprecated_agents : mapping of str to str
+        Former agent names -> the names that replaced them: a spec that uses one still works, with a
+        ``DeprecationWarning`` naming the new name (:func:`causalplay.agents.resolve_agent_name`).
     serve : str, optional
         ``module:Class`` of its :class:`causalplay.serve.tasks.ServedTask` adapter, where people play it.
     source : str
@@ -99,6 +102,7 @@ class TaskFamily:
     spread: str = "95% CI over episodes"
     spread_one_seed: str | None = None
     default_episodes: int = 1000
+    deprecated_agents: Mapping[str, str] = field(default_factory=dict)
     serve: str | None = None
     source: str = "causalplay"
 
@@ -108,6 +112,10 @@ class TaskFamily:
         if isinstance(self.default_agents, str):  # "a,b" would iterate by character
             raise TypeError(f"task family {self.name!r}: default_agents must be a tuple of specs, "
                             f"got the string {self.default_agents!r}")
+        for old, new in self.deprecated_agents.items():
+            if not (isinstance(old, str) and isinstance(new, str)) or old == new:
+                raise ValueError(f"task family {self.name!r}: deprecated_agents maps a former agent name to the "
+                                 f"name that replaced it, got {old!r} -> {new!r}")
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -187,7 +195,8 @@ DAG = TaskFamily(
                    {"legacy_goal_obs": True}, vector=False)),
     scorer="causalplay.bench.dag:DAGFamily",
     agents="causalplay.agents.dag:DAG_AGENTS",
-    default_agents=("expert", "random", "value", "change", "total-corr", "partial-corr", "bayes"),
+    default_agents=("expert", "random", "value", "change", "total-corr", "partial-corr", "eig"),
+    deprecated_agents={"bayes": "eig"},  # the exact Bayesian experimenter; Blicket's `bayes` is a naive-Bayes baseline
 )
 PHYSICS = TaskFamily(
     "physics",
@@ -197,7 +206,8 @@ PHYSICS = TaskFamily(
           EnvEntry("causalplay/Physics2B-v0", f"{_PH}:make_2b_v0", f"{_PH}:batch_2b_v0", vector=False)),
     scorer="causalplay.bench.physics:PhysicsFamily",
     agents="causalplay.agents:PHYSICS_AGENTS",
-    default_agents=("rand", "mem", "mem-o", "dqn", "dqn-o", "ssup"),
+    default_agents=("random", "mem", "mem-o", "dqn", "dqn-o", "ssup"),
+    deprecated_agents={"rand": "random"},  # PHYRE's name for the uniform baseline
     spread="SD over folds",
     default_episodes=8,  # test tasks per fold and setting (each is up to 100 simulated attempts)
 )

@@ -493,7 +493,7 @@ def test_regression_agents_match_numpy():
 
 
 @pytest.mark.slow
-def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
+def test_expert_is_optimal_and_eig_beats_baselines_on_test_structures():
     from causalplay.bench import run_episodes
 
     def run(agent):
@@ -501,7 +501,7 @@ def test_expert_is_optimal_and_bayes_beats_baselines_on_test_structures():
 
     ex = run("expert")
     assert ex.pct_optimal.eq(1).all() and ex.match.all()
-    by, ch, rd = run("bayes"), run("change"), run("random")
+    by, ch, rd = run("eig"), run("change"), run("random")
     assert by.pct_optimal.mean() > 0.9 and by.pct_optimal.mean() > ch.pct_optimal.mean() > rd.pct_optimal.mean()
 
 
@@ -551,7 +551,7 @@ def test_analysis_smoke(tmp_path):
     mod.main(["--smoke", "--runs-dir", str(tmp_path)])
     out = tmp_path / "causal_dag_smoke"
     rows = json.loads((out / "results.json").read_text())
-    assert {r["agent"] for r in rows} >= {"expert", "bayes", "bc"} and len(rows) == 8 * 4
+    assert {r["agent"] for r in rows} >= {"expert", "eig", "bc"} and len(rows) == 8 * 4
     assert all(0 <= r["reward_pct_optimal"] <= 1 for r in rows)
     assert all(r["reward_pct_optimal"] == 1 == r["reward_ratio_optimal"] for r in rows if r["agent"] == "expert")
     assert "train: ratio %" in (out / "table.md").read_text()

@@ -278,15 +278,15 @@ def unknown_env_ids(text: str) -> list[str]:
 
 @cache
 def agent_names() -> frozenset[str]:
-    """Every agent name some task family (or an installed plug-in) accepts, and the names the repository's example
-    plug-in (``examples/``, which the pages show how to install) defines."""
+    """Every agent name some task family (or an installed plug-in) accepts, former names included, and the names
+    the repository's example plug-in (``examples/``, which the pages show how to install) defines."""
     import causalplay.agents as agents
 
     try:
         from causalplay.envs.families import families
     except ImportError:  # one registry per family, before task families were objects
         return frozenset(n for reg in agents.REGISTRIES.values() for n in reg)
-    names = {n for f in families() for n in agents.agent_registry(f.name)}
+    names = {n for f in families() for n in [*agents.agent_registry(f.name), *f.deprecated_agents]}
     examples = {n for f in (ROOT / "examples").rglob("*.py") for n in re.findall(r"name = \"([\w-]+)\"", f.read_text())}
     return frozenset(names | set(agents.agent_plugins()) | examples)
 

@@ -70,7 +70,7 @@ def test_the_runner_and_agents_read_the_family():
     assert type(scorer) is PhysicsFamily and scorer.family is F.PHYSICS and scorer.name == "physics"
     assert family_of("causalplay/Physics2B-v0") is scorer  # one scorer per family and process
     assert PhysicsFamily().family is F.PHYSICS  # built without arguments: the family that names it
-    assert agent_registry("dag") == DAG_AGENTS and agent_class("bayes", "dag") is DAG_AGENTS["bayes"]
+    assert agent_registry("dag") == DAG_AGENTS and agent_class("eig", "dag") is DAG_AGENTS["eig"]
     assert F.PHYSICS.default_episodes == 8 and F.BLICKET.default_episodes == 1000
     assert F.BLICKET.spread_label(1) == "95% CI over episodes" and F.BLICKET.spread_label(3) == "95% CI over seeds"
     assert F.PHYSICS.spread_label(1) == "SD over folds"
@@ -82,3 +82,67 @@ def test_serve_builds_the_familys_adapter():
     assert type(ServedTask("nexiom")) is NexiomServed and type(ServedTask("causalplay/EST-v1")) is BlicketServed
     with pytest.raises(ValueError, match="task must be one of"):
         ServedTask("causalplay/CausalDAG-v1")
+
+
+def test_one_name_per_agent_across_families_and_former_names_warn():
+    """The uniform baseline is `random` and the exact Bayesian experimenter `eig` in every family that has one;
+    the physics family's `rand` and the DAG family's `bayes` still run, as their new names, with a warning naming
+    them; Blicket's own `bayes` (the IVRE paper's naive-Bayes baseline) is untouched and does not warn."""
+    import warnings
+
+    from causalplay.agents import (
+        agent_class,
+        agent_label,
+        agent_registry,
+        canonical_agent_spec,
+        make_agent,
+        parse_agent_spec,
+    )
+    from causalplay.agents.dag import EIGDAGAgent, NotearsDAGAgent, RandomDAGAgent
+    from causalplay.agents.paper import PaperBayesAgent
+    from causalplay.agents.physics import RandomPhysicsAgent
+
+    for fam, cls in (("blicket", None), ("dag", RandomDAGAgent), ("physics", RandomPhysicsAgent)):
+        assert "random" in agent_registry(fam) and (cls is None or agent_class("random", fam) is cls)
+    assert agent_class("eig", "dag") is EIGDAGAgent and agent_class("notears", "dag") is NotearsDAGAgent
+    assert "rand" not in agent_registry("physics") and "bayes" not in agent_registry("dag")
+    assert F.PHYSICS.default_agents[0] == "random" and "eig" in F.DAG.default_agents
+
+    with pytest.warns(DeprecationWarning, match="physics agent name 'rand' is deprecated; use 'random'"):
+        assert type(make_agent("rand", seed=1, family="physics")) is RandomPhysicsAgent
+    with pytest.warns(DeprecationWarning, match="dag agent name 'bayes' is deprecated; use 'eig'"):
+        assert parse_agent_spec("bayes:target='action'", "dag") == ("eig", {"target": "action"})
+    with pytest.warns(DeprecationWarning, match="use 'eig'"):
+        assert agent_class("bayes", "dag") is EIGDAGAgent
+    with pytest.warns(DeprecationWarning):  # the row and spec say the new name; options kept as written
+        assert canonical_agent_spec("bayes:target='action'", "dag") == "eig:target='action'"
+    with pytest.warns(DeprecationWarning):
+        assert agent_label("rand", "physics") == "random"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # current names, and another family's `bayes`, never warn
+        assert agent_class("bayes", "blicket") is PaperBayesAgent and agent_label("bayes", "blicket") == "bayes"
+        assert canonical_agent_spec("eig:target='action'", "dag") == "eig:target='action'"
+    # a former name belongs to its family only, and errors list the current names
+    with pytest.raises(ValueError, match=r"unknown blicket agent 'rand' in 'rand'; expected one of \[") as err:
+        make_agent("rand")
+    assert "'rand'" not in str(err.value).split("expected one of")[1]
+    with pytest.raises(ValueError, match="unknown physics agent 'bayes'"):
+        make_agent("bayes", family="physics")
+
+
+def test_a_family_checks_its_former_agent_names():
+    entry = (F.EnvEntry("x/Y-v0", "x:y", "x:z"),)
+    fam = F.TaskFamily("t", envs=entry, scorer="x:S", agents={}, default_agents=(), deprecated_agents={"old": "new"})
+    assert fam.deprecated_agents == {"old": "new"} and F.BLICKET.deprecated_agents == {}
+    for bad in ({"same": "same"}, {"old": 3}):
+        with pytest.raises(ValueError, match="deprecated_agents maps a former agent name to the name that replaced"):
+            F.TaskFamily("t", envs=entry, scorer="x:S", agents={}, default_agents=(), deprecated_agents=bad)
+
+
+def test_the_physics_random_agent_keeps_its_old_class_name_with_a_warning():
+    import causalplay.agents.physics as physics
+
+    with pytest.warns(DeprecationWarning, match="RandAgent is deprecated; use RandomPhysicsAgent"):
+        assert physics.RandAgent is physics.RandomPhysicsAgent
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchAgent'"):
+        physics.NoSuchAgent  # noqa: B018

@@ -14,7 +14,7 @@ from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, simul
 from causalplay.envs.physics_templates import PhysicsTask, get_task, make_task, task_keys
 from causalplay.models.physics import PhysicsPrior, log_weights
 
-from causalplay.agents import TaskInfo, make_agent
+from causalplay.agents import make_agent
 from causalplay.agents.physics import PhysicsAgent, SsupAgent, _sim
 from causalplay.agents.physics_dqn import train_dqn
 from causalplay.bench.physics import PhysicsFamily, fold_tasks
@@ -58,7 +58,7 @@ def test_ssup_update_moves_its_belief_to_the_hand_posterior():
     batch = PhysicsBatch([PhysicsTask("00:000", 0, SCENE, np.zeros(3))], "B", record=10)
     ag = SsupAgent(seed=0, particles=len(GRID), noise=0.0, hierarchical=False)
     ag.train("B", [], "cross")
-    ag.reset(TaskInfo.from_env(batch), batch.reset())
+    ag.reset(batch.info(), batch.reset())
     ag.belief[0] = {"friction": np.full(len(GRID), 0.5), "elasticity": GRID.copy(), "density": np.ones(len(GRID))}
     action = np.array([[0.3, 0.4, (0.5 - 0.25) / 0.75]])  # BALLS in action units
     real = simulate(SCENE, BALLS, elasticity=float(GRID[8]), record=10)  # a world whose elasticity is GRID[8]
@@ -90,7 +90,7 @@ def _strip(df):
     return df.drop(columns=["seconds", "train_seconds"]).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("agent", ["rand", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20:updates=2", "ssup"])
+@pytest.mark.parametrize("agent", ["random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20:updates=2", "ssup"])
 def test_family_records_are_valid_and_reproducible(agent, cache):
     fam, kw = PhysicsFamily(), {"fold": 0, "setting": "cross", "cache": cache, **UNIVERSE}
     n = len(fold_tasks("B", 0, "cross", **UNIVERSE)[1])
@@ -135,7 +135,7 @@ def test_runner_resumes_matches_direct_play_and_a_process_pool(cache, tmp_path):
     records equal a direct play() of the same tasks by the same agents; a process pool (its own cache of
     networks, so DQN trains in other processes) gives the same records."""
     variants = [v for v in PhysicsFamily().variants(ENV) if dict(v)["fold"] in (0, 1)]
-    agents, logs = ["rand", "mem-o", "dqn:steps=5"], []
+    agents, logs = ["random", "mem-o", "dqn:steps=5"], []
 
     def run(out, executor, kw):
         return run_benchmark([ENV], agents, 2, [0], tmp_path / out, executor=executor, progress=False,
@@ -146,7 +146,7 @@ def test_runner_resumes_matches_direct_play_and_a_process_pool(cache, tmp_path):
     a = run("a", "serial", kw)
     assert len(a) == len(agents) * 4 * 2 and set(a.fold) == {0, 1} and set(a.setting) == {"within", "cross"}
     assert not logs
-    shard = sorted((tmp_path / "a" / "shards").glob("*rand*.csv"))[0]
+    shard = sorted((tmp_path / "a" / "shards").glob("*random*.csv"))[0]
     shard.write_bytes(shard.read_bytes().replace(b",", b";", 1))  # damaged: recomputed, the rest reused
     pd.testing.assert_frame_equal(_strip(a), _strip(run("a", "serial", kw)))
     assert len(logs) == 1 and shard.name in logs[0]
@@ -172,7 +172,7 @@ def test_agent_specs_are_checked():
     with pytest.raises(ValueError, match="key=value"):
         make_agent("ssup:n_cand", family="physics")
     with pytest.raises(ValueError, match="fold has 6 test tasks"):
-        PhysicsFamily().episodes(ENV, "rand", 7, 0, env_kwargs={"fold": 0, "setting": "within", **UNIVERSE})
+        PhysicsFamily().episodes(ENV, "random", 7, 0, env_kwargs={"fold": 0, "setting": "within", **UNIVERSE})
 
 
 def test_cli_bench_plays_the_folds_asked_for(tmp_path, monkeypatch):
@@ -182,13 +182,16 @@ def test_cli_bench_plays_the_folds_asked_for(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)  # the default task cache, runs/physics, lands here
     cli, out = CliRunner(), str(tmp_path / "out")
+    # PHYRE's name for the uniform baseline, deprecated: it runs as `random`, and the command says so
     res = cli.invoke(app, ["bench", "--env", ENV, "--agents", "rand", "--folds", "3", "--episodes", "1", "--seeds",
                            "1", "--executor", "serial", "--out", out, "--wide"])
     assert res.exit_code == 0, res.output
+    assert "warning: physics agent name 'rand' is deprecated; use 'random'" in res.output
     rec = pd.read_csv(tmp_path / "out" / "episodes.csv")
     assert rec.fold.tolist() == [3, 3] and sorted(rec.setting) == ["cross", "within"]
+    assert set(rec.agent) == {"random"}
     assert "setting=within" in res.output and "(mean ± SD" in res.output  # SD over folds
-    for folds, env, agent in (("12", ENV, "rand"), ("0-x", ENV, "rand"), ("0", "causalplay/IVRE-v0", "random")):
+    for folds, env, agent in (("12", ENV, "random"), ("0-x", ENV, "random"), ("0", "causalplay/IVRE-v0", "random")):
         bad = cli.invoke(app, ["bench", "--env", env, "--agents", agent, "--folds", folds, "--out", out])
         assert bad.exit_code == 2 and "--folds" in bad.output, bad.output
 

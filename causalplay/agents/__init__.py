@@ -1,5 +1,5 @@
 """Agents, batched, one protocol (see :mod:`causalplay.agents.base`), one registry per task family, one spec
-grammar (:mod:`causalplay.core.specs`): ``make_agent("planner:depth=2")``, ``make_agent("bayes", family="dag")``.
+grammar (:mod:`causalplay.core.specs`): ``make_agent("planner:depth=2")``, ``make_agent("eig", family="dag")``.
 
 Blicket agents (family ``"blicket"``; the causal-DAG agents are listed in :mod:`causalplay.agents.dag`, the physics
 puzzles' in :mod:`causalplay.agents.physics`).
@@ -37,6 +37,9 @@ name                     trials / belief                                        
 
 from __future__ import annotations
 
+import inspect
+import warnings
+
 from causalplay.core.plugins import AGENT_GROUP, Plugin, plugins
 from causalplay.core.specs import Spec, parse_spec, split_specs
 
@@ -54,14 +57,15 @@ from .paper import (
     PaperSearchNaiveAgent,
     PaperSearchRandomAgent,
 )
-from .physics import MemAgent, MemOAgent, RandAgent, SsupAgent
+from .physics import MemAgent, MemOAgent, RandomPhysicsAgent, SsupAgent
 from .physics_dqn import DqnAgent, DqnOAgent
 from .pixels import EIGPixelsAgent
 from .rl import RLAgent
 from .transfer import TransferEIGAgent
 
 __all__ = ["AGENTS", "NEXIOM_AGENTS", "PHYSICS_AGENTS", "DAG_AGENTS", "agent_registry", "agent_plugins", "agent_class",
-           "make_agent", "parse_agent_spec", "split_agent_specs", "agent_label", "Agent",
+           "make_agent", "parse_agent_spec", "split_agent_specs", "agent_label", "resolve_agent_name",
+           "canonical_agent_spec", "Agent",
            "MemoryAgent", "TaskInfo", "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent",
            "RandomAgent", "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent",
            "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent",
@@ -78,8 +82,8 @@ AGENTS: dict[str, type[Agent]] = {
 
 #: The Nexiom family's agents and the physics puzzles' (the causal-DAG agents': :data:`DAG_AGENTS`).
 NEXIOM_AGENTS: dict[str, type[Agent]] = {NexiomEIGAgent.name: NexiomEIGAgent}
-PHYSICS_AGENTS: dict[str, type[Agent]] = {c.name: c for c in (RandAgent, MemAgent, MemOAgent, DqnAgent, DqnOAgent,
-                                                              SsupAgent)}
+PHYSICS_AGENTS: dict[str, type[Agent]] = {c.name: c for c in (RandomPhysicsAgent, MemAgent, MemOAgent, DqnAgent,
+                                                              DqnOAgent, SsupAgent)}
 
 #: The IVRE paper's baselines under its names (the rows of its Table 2), in its order.
 PAPER_AGENTS = ("random", "bayes", "naive", "search-random", "search-naive", "notears")
@@ -105,6 +109,50 @@ def _known(family: str) -> dict[str, type[Agent] | str | Plugin]:
     return {**agent_plugins(), **agent_registry(family)}
 
 
+def resolve_agent_name(name: str, family: str = "blicket") -> str:
+    """``name``, or the name that replaced it when ``family`` lists it among its former agent names
+    (:attr:`TaskFamily.deprecated_agents <causalplay.envs.families.TaskFamily>`), with a ``DeprecationWarning``
+    naming the new one. A family's former names are its own and come before plug-ins' names.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     resolve_agent_name("rand", "physics")
+    'random'
+    """
+    from causalplay.envs.families import get_family
+
+    new = get_family(family).deprecated_agents.get(name)
+    if new is None:
+        return name
+    level, frame = 1, inspect.currentframe()
+    while frame is not None and frame.f_back is not None and frame.f_back.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back  # attribute the warning to the first caller outside this module
+    warnings.warn(f"{family} agent name {name!r} is deprecated; use {new!r}", DeprecationWarning, stacklevel=level + 1)
+    return new
+
+
+def canonical_agent_spec(spec: str, family: str = "blicket") -> str:
+    """``spec`` as written, with a former agent name replaced by its new one (:func:`resolve_agent_name`, which
+    warns): ``"rand"`` -> ``"random"`` in the physics family, options kept as written. ``ValueError`` for a name
+    ``family`` does not know."""
+    s, new = _parse(spec, family)
+    text = str(s)
+    return text if new == s.name else new + text[len(s.name):]
+
+
+def _parse(spec: str | Spec, family: str) -> tuple[Spec, str]:
+    """``spec`` parsed, and its agent's name with a former name resolved; ``ValueError`` for an unknown name (the
+    message lists the current names)."""
+    s = parse_spec(spec, None, f"{family} agent")
+    name = resolve_agent_name(s.name, family)
+    if name not in (known := _known(family)):
+        raise ValueError(f"unknown {family} agent {s.name!r} in {str(spec)!r}; expected one of {list(known)}")
+    return s, name
+
+
 def agent_class(name: str, family: str = "blicket") -> type[Agent]:
     """The class of agent ``name`` in ``family`` (a plug-in's is imported now).
 
@@ -117,6 +165,7 @@ def agent_class(name: str, family: str = "blicket") -> type[Agent]:
     """
     from causalplay.core.plugins import load_object
 
+    name = resolve_agent_name(name, family)
     known = _known(family)
     if name not in known:
         raise ValueError(f"unknown {family} agent {name!r}; expected one of {list(known)}")
@@ -144,16 +193,18 @@ def parse_agent_spec(spec: str | Spec, family: str = "blicket") -> tuple[str, di
     >>> parse_agent_spec("planner:depth=2:beam=4")
     ('planner', {'beam': 4, 'depth': 2})
     """
-    s = parse_spec(spec, _known(family), f"{family} agent")
-    return s.name, s.kwargs
+    s, name = _parse(spec, family)
+    return name, s.kwargs
 
 
 def agent_label(spec: str, family: str = "blicket") -> str:
-    """The benchmark table row of an agent spec: the spec itself, except for ``rl:path=DIR``, whose row is named
-    by ``name=`` or else by the trained run's config (e.g. ``ppo-ff``); ``FileNotFoundError`` if DIR holds no run."""
+    """The benchmark table row of an agent spec: the spec itself (a former agent name replaced by its new one,
+    :func:`canonical_agent_spec`), except for ``rl:path=DIR``, whose row is named by ``name=`` or else by the
+    trained run's config (e.g. ``ppo-ff``); ``FileNotFoundError`` if DIR holds no run."""
+    spec = canonical_agent_spec(spec, family)
     base, opts = parse_agent_spec(spec, family)
     if base != "rl":
-        return str(spec)
+        return spec
     if "path" not in opts:
         raise ValueError(f"{spec!r}: the rl agent needs path=DIR (a `causalplay train` output folder)")
     if opts.get("name"):

@@ -3,7 +3,8 @@
 Ordinary agents (:class:`causalplay.agents.base.Agent`), played by :func:`causalplay.bench.play.play`; they read the
 observation through the task's layout (``TaskInfo.obs_layout``) and the task's constants from ``TaskInfo.config``
 (a :class:`causalplay.envs.causal_dag.DAGConfig`). Only ``expert`` sets ``uses_oracle`` and is handed the task.
-Build them with ``make_agent(spec, family="dag")``.
+Build them with ``make_agent(spec, family="dag")``. The name ``bayes`` (this family's ``eig`` before 0.3)
+still works, with a ``DeprecationWarning``.
 
 =================  ===============================================================================  =======
 name               exploration / goal phase                                                         knows
@@ -16,7 +17,7 @@ name               exploration / goal phase                                     
                    initial value), sign flipped if the change was negative
 ``total-corr``     as expert / n-1 univariate regressions of the goal; largest |slope|, its sign      --
 ``partial-corr``   as expert / one multivariate regression of the goal; largest |coef|, its sign      --
-``bayes``          max EIG about the structure (``target="action"``: about the best goal action) /    prior
+``eig``            max EIG about the structure (``target="action"``: about the best goal action) /    prior
                    max posterior expected goal (exact conjugate structure posterior)
 ``notears``        as expert / DAGMA (linear) on the exploration data, argmax of its do-prediction    --
 ``bc``             a GRU trained offline by behaviour cloning on expert trajectories (checkpoint)     --
@@ -133,7 +134,7 @@ class ExpertAgent(DAGAgent):
         return self.oracle.optimal_action.clone()
 
 
-class RandomAgent(DAGAgent):
+class RandomDAGAgent(DAGAgent):
     """Uniform over all ``2n`` actions while exploring; in the goal phase uniform over interventions on the
     relevant non-goal variables."""
 
@@ -155,7 +156,7 @@ class _OutcomeHeuristic(DAGAgent):
     def _repeat_best(self, score: torch.Tensor, flip: torch.Tensor | None = None) -> torch.Tensor:
         ok = self._rows()
         # nothing explored on a non-goal variable: fall back to random
-        fallback = RandomAgent.exploit(self) if not ok.any(1).all() else torch.zeros(self.B, dtype=torch.long)
+        fallback = RandomDAGAgent.exploit(self) if not ok.any(1).all() else torch.zeros(self.B, dtype=torch.long)
         best = argmax_tol(torch.where(ok, score, -torch.inf), 1)
         var = self.do.gather(1, best[:, None])[:, 0]
         positive = self.val.gather(1, best[:, None])[:, 0] > 0
@@ -228,7 +229,7 @@ class PartialCorrAgent(_RegressionAgent):
         return self._choose(coef[:, :-1])
 
 
-class BayesAgent(DAGAgent):
+class EIGDAGAgent(DAGAgent):
     """The ideal Bayesian experimenter: exact structure posterior by conjugacy over all 13,956 DAGs with <= 2
     parents per variable (:mod:`causalplay.core.dag_posterior`), exploration by maximal EIG about the structure
     (``target="structure"``) or about the best goal-phase action (``target="action"``), exploitation by the
@@ -240,7 +241,7 @@ class BayesAgent(DAGAgent):
     ``n_samples`` (512, posterior draws for the expected goal), ``chunk`` (episodes per EIG batch).
     """
 
-    name = "bayes"
+    name = "eig"
 
     def __init__(self, seed: int = 0, target: str = "structure", n_outer: int = 16, top_k: int = 256,
                  n_samples: int = 512, chunk: int = 64):
@@ -304,7 +305,7 @@ class BayesAgent(DAGAgent):
         return self._to_env(argmax_tol(out, 1))
 
 
-class NotearsAgent(DAGAgent):
+class NotearsDAGAgent(DAGAgent):
     """Explores as the expert; then fits ``dagma.linear.DagmaLinear`` (l2 loss) on all exploration samples of
     the relevant variables and picks the action maximising the goal under the fitted linear SEM (zero noise).
     One fit per episode (``lambda1=0.02, w_threshold=0.1, T=2, warm_iter=800, max_iter=1600, lr=0.02``)."""
@@ -392,6 +393,6 @@ class BCAgent(DAGAgent):
         return logits[:, 0].argmax(-1)
 
 
-DAG_AGENTS: dict[str, type[DAGAgent]] = {c.name: c for c in (ExpertAgent, RandomAgent, ValueAgent, ChangeAgent,
-                                                             TotalCorrAgent, PartialCorrAgent, BayesAgent,
-                                                             NotearsAgent, BCAgent)}
+DAG_AGENTS: dict[str, type[DAGAgent]] = {c.name: c for c in (ExpertAgent, RandomDAGAgent, ValueAgent, ChangeAgent,
+                                                             TotalCorrAgent, PartialCorrAgent, EIGDAGAgent,
+                                                             NotearsDAGAgent, BCAgent)}

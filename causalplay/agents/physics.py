@@ -1,5 +1,5 @@
-"""Agents for the physics puzzles: PHYRE's baselines (RAND, MEM, MEM-O; DQN and DQN-O live in
-:mod:`causalplay.agents.physics_dqn`) and ``ssup``, a simulation-based Bayesian learner.
+"""Agents for the physics puzzles: PHYRE's baselines (RAND, named ``random`` as in every family; MEM, MEM-O; DQN and
+DQN-O live in :mod:`causalplay.agents.physics_dqn`) and ``ssup``, a simulation-based Bayesian learner.
 
 Each is an :class:`~causalplay.agents.base.Agent` that :func:`causalplay.bench.play.play` drives on a
 :class:`causalplay.envs.physics.PhysicsBatch`: ``reset(info, obs)`` starts a batch of tasks (``obs`` holds their
@@ -11,6 +11,7 @@ a fold's test tasks as one sequence and learn when a task ends. Each docstring s
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from causalplay.models.physics import PhysicsPrior, log_weights, sample_prior, s
 
 from .base import Agent, TaskInfo
 
-__all__ = ["PhysicsAgent", "RandAgent", "MemAgent", "MemOAgent", "SsupAgent", "outcomes", "POOL"]
+__all__ = ["PhysicsAgent", "RandomPhysicsAgent", "MemAgent", "MemOAgent", "SsupAgent", "outcomes", "POOL"]
 
 POOL = 6  # training-pool tasks per template whose outcomes on the whole action set are simulated
 
@@ -110,10 +111,11 @@ class PhysicsAgent(Agent):
         """Every row's task has ended (online agents learn here)."""
 
 
-class RandAgent(PhysicsAgent):
-    """RAND: uniform actions in ``[0, 1]^{3m}``. Knows nothing; no training."""
+class RandomPhysicsAgent(PhysicsAgent):
+    """PHYRE's RAND: uniform actions in ``[0, 1]^{3m}``. Knows nothing; no training. Registered as ``random``, the
+    uniform baseline's name in every family (``rand``, its name before 0.3, still works and warns)."""
 
-    name = "rand"
+    name = "random"
 
     def choose(self, obs, active):
         return self.rng.random((self.B, 3 * self.m))
@@ -382,3 +384,11 @@ class SsupAgent(PhysicsAgent):
                 self.belief[b] = {k: np.abs(v[idx] * np.exp(0.05 * self.rng.standard_normal(self.P)))
                                   for k, v in self.belief[b].items()}
                 self.logw[b] = np.zeros(self.P)
+
+
+def __getattr__(name: str):
+    if name == "RandAgent":  # renamed in 0.3
+        warnings.warn("causalplay.agents.physics.RandAgent is deprecated; use RandomPhysicsAgent (agent name "
+                      "'random')", DeprecationWarning, stacklevel=2)
+        return RandomPhysicsAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

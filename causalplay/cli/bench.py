@@ -10,6 +10,7 @@ import inspect
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -236,7 +237,7 @@ def bench(
     import pandas as pd
     from rich.console import Console
 
-    from causalplay.agents import agent_label, split_agent_specs
+    from causalplay.agents import agent_label, canonical_agent_spec, split_agent_specs
     from causalplay.bench.executors import check_executor
     from causalplay.bench.runner import family_of, run_benchmark, summarise, write_results
     from causalplay.bench.shards import RunLocked, atomic_write
@@ -246,7 +247,12 @@ def bench(
     fams = {e: family_of(e) for e in env_ids}
     with usage_errors("'--agents'", (ValueError, FileNotFoundError, ImportError)):  # ImportError: a plug-in's
         given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
-        per_env = {e: given or list(fam.family.default_agents) for e, fam in fams.items()}
+        with warnings.catch_warnings(record=True) as renamed:  # a former agent name runs as its new one, said once
+            warnings.simplefilter("always", DeprecationWarning)
+            per_env = {e: [canonical_agent_spec(a, fam.name) for a in given or fam.family.default_agents]
+                       for e, fam in fams.items()}
+        for msg in dict.fromkeys(str(w.message) for w in renamed if w.category is DeprecationWarning):
+            typer.echo(f"warning: {msg}", err=True)
         rows: dict[tuple, str] = {}
         for e, fam in fams.items():
             for a in per_env[e]:
