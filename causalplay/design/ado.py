@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..fitting import Fit
 
 __all__ = ["start", "update", "record", "prepare", "next_design", "utilities", "posterior", "log_marginal",
-           "marginal_from_draws", "evidence", "select", "Candidates"]
+           "marginal_from_draws", "evidence", "select", "pick", "Candidates"]
 
 _F64 = torch.float64
 _VERSION = 1
@@ -311,29 +311,41 @@ def next_design(state: Mapping, candidates: Candidates) -> Design:
 
 # ---- model selection ----------------------------------------------------------------------------------------------
 def select(state: Mapping, rule: str = "one_se") -> str:
-    """The model the finished participants select.
-
-    ``rule="map"``: the highest posterior probability (with a uniform prior: the Bayes factor's pick).
-    ``rule="one_se"``: the simplest model (fewest set-choice parameters) whose summed log marginal likelihood, per
-    choice, is within one paired standard error (over participants) of the best one's --
-    :func:`causalplay.fitting.workflows.one_se_pick` applied to the marginal likelihoods (the rule the package's
-    model recovery applies to held-out scores).
-    """
+    """The model the state's finished participants select (:func:`pick` on the state's marginal likelihoods, with
+    its prior for ``rule="map"``)."""
     _check_state(state)
-    V.choice(rule, "rule", ("one_se", "map"))
-    models = state["models"]
-    if rule == "map":
-        post = posterior(state)
-        return models[int(argmax_tol(torch.tensor([post[m] for m in models], dtype=_F64)))]
-    from ..fitting.workflows import one_se_pick
+    n = [p["n_choices"] for p in state["participants"]]
+    return pick(evidence(state), None if None in n else n, state["models"], rule, prior=state["prior"])
 
-    ev = evidence(state)
+
+def pick(log_evidence, n_choices: Sequence[int] | None, models: Sequence[str], rule: str = "one_se", *,
+         prior: Sequence[float] | None = None) -> str:
+    """The model that participants with log marginal likelihoods ``log_evidence [participants, models]`` select.
+
+    ``rule="map"``: the highest posterior probability (``prior``: default uniform, then it is the Bayes factor's
+    pick); ties to the first model. ``rule="one_se"``: the simplest model (fewest set-choice parameters) whose summed
+    log marginal likelihood, per choice, is within one paired standard error (over participants) of the best one's --
+    :func:`causalplay.fitting.workflows.one_se_pick` applied to marginal likelihoods (the rule the package's model
+    recovery applies to held-out scores); ``n_choices`` (per participant) scales both sides alike, so it changes
+    no pick and may be None.
+    """
+    V.choice(rule, "rule", ("one_se", "map"))
+    models = list(models)
+    ev = np.asarray(log_evidence, dtype=float)
+    if ev.ndim != 2 or ev.shape[1] != len(models):
+        raise ValueError(f"log_evidence has shape {ev.shape}; expected [participants, models={len(models)}]")
     if not len(ev):
         raise ValueError("no finished participant: nothing to select a model by")
-    n = sum(p["n_choices"] or 0 for p in state["participants"]) or len(ev)
+    if rule == "map":
+        lp = np.log(np.full(len(models), 1.0 / len(models)) if prior is None else np.asarray(prior, dtype=float))
+        with np.errstate(invalid="ignore"):
+            total = torch.as_tensor(lp + ev.sum(0), dtype=_F64)
+        return models[int(argmax_tol(torch.nan_to_num(total, nan=-math.inf)))]
+    from ..fitting.workflows import one_se_pick
+
+    n = float(np.sum(n_choices)) if n_choices is not None else float(len(ev))
     nats = {m: -float(ev[:, j].sum()) / n for j, m in enumerate(models)}
-    best = min(models, key=nats.get)
-    b = models.index(best)
+    b = models.index(min(models, key=nats.get))
     se = {}
     for j, m in enumerate(models):
         d = ev[:, j] - ev[:, b]

@@ -1,0 +1,137 @@
+"""Simulated studies: how many participants does a study need to recover the model that generated them, under the
+fixed Nexiom design and under sequential adaptive design (ADO)?
+
+Models ``positive``, ``random``, ``eig_sweep``, ``eig_sweep_single``, each fitted by SVI to the shipped Nexiom people
+(seed 0) and saved to ``runs/<name>/fits/``. Each generates ``--studies`` simulated studies per arm
+(:func:`causalplay.design.studies.simulate_studies`): the **fixed** arm gives every participant one of the 12 Nexiom
+designs (drawn uniformly); the **ado** arm gives participant ``t`` the design of highest utility (the mutual
+information between the model and their first ``--choices`` choices, under the posterior over models after the
+study's first ``t`` participants) among ``design_space(4, demonstrations=1, told=(False, True))`` (384 designs, the
+Nexiom ones among them). After ``n`` participants a study selects a model by the one-SE rule on the participants'
+marginal likelihoods under each fitted population (and by the posterior mode); recovery is the share of studies
+that select the generating model, with a Wilson 95% interval over studies. Model selection uses the fitted
+populations (what ADO updates on), not refits of each study.
+
+Writes ``runs/<name>/``: ``rows.csv`` (every simulated participant: design, log marginal likelihood under each
+model), ``recovery.csv``, ``recovery.png``, ``confusion_<arm>_n<n>.csv`` and ``summary.json``; a rerun skips the
+finished (arm, generating model) jobs.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python analyses/design_recovery.py [--studies 20] [--fixed 120] [--ado 40] [--name NAME]
+    python analyses/design_recovery.py --smoke      # seconds: a few people, short fits, two studies
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+import causalplay
+from causalplay.data import load_nexiom
+from causalplay.design import design_space, nexiom_designs
+from causalplay.design.studies import confusion, simulate_studies
+from causalplay.fitting import SVIOptions, load_fit
+
+MODELS = ("positive", "random", "eig_sweep", "eig_sweep_single")
+
+
+@dataclass
+class Config:
+    """Settings of one run (``smoke()``: a few seconds, for the test)."""
+
+    name: str = "design_recovery"
+    studies: int = 20
+    fixed: int = 120
+    ado: int = 40
+    draws: int = 200
+    choices: int = 2
+    svi_steps: int | None = None  # None: the package's default
+    people: int | None = None  # fit the first ``people`` participants only (None: all 78)
+    candidates: int | None = None  # keep the first ``candidates`` designs of the space (None: all 384)
+    seed: int = 0
+    root: str = "runs"
+
+    @classmethod
+    def smoke(cls, root: str = "runs") -> Config:
+        return cls(name="design_recovery_smoke", studies=2, fixed=6, ado=3, draws=8, choices=1, svi_steps=20,
+                   people=12, candidates=6, root=root)
+
+
+def fitted(cfg: Config, folder: Path) -> dict:
+    """The models fitted to the people (saved once, reloaded after)."""
+    people = load_nexiom()
+    if cfg.people is not None:
+        people = people.subset(people.ids[:cfg.people])
+    (folder / "fits").mkdir(parents=True, exist_ok=True)
+    fits = {}
+    for m in MODELS:
+        path = folder / "fits" / f"{m}.nc"
+        if path.exists():
+            fits[m] = load_fit(path, people)
+        else:
+            fits[m] = causalplay.fit(people, m, method="svi", svi=SVIOptions(steps=cfg.svi_steps, progress=False),
+                                     seed=cfg.seed)
+            fits[m].idata.to_netcdf(path)
+        logging.info("fit of %s ready", m)
+    return fits
+
+
+def run(cfg: Config) -> dict:
+    torch.set_num_threads(1)
+    folder = Path(cfg.root) / cfg.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    fits = fitted(cfg, folder)
+    cands = design_space(4, demonstrations=1, told=(False, True))
+    if cfg.candidates is not None:
+        cands = cands[:cfg.candidates]
+    sim = simulate_studies(fits, nexiom_designs(), cands, participants_fixed=cfg.fixed, participants_ado=cfg.ado,
+                           studies=cfg.studies, draws=cfg.draws, choices=cfg.choices, seed=cfg.seed, out=folder)
+    needed = {rule: sim.needed(0.8, rule) for rule in ("one_se", "map")}
+    curve = sim.curve
+    for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
+        confusion(sim.rows, arm, n).to_csv(folder / f"confusion_{arm}_n{n}.csv")
+    summary = {"needed_for_0.8": needed, "studies_per_model_and_arm": cfg.studies,
+               "ratio_ado_to_fixed_one_se": needed["one_se"].get("ado", float("nan"))
+               / needed["one_se"].get("fixed", float("nan"))}
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    return {"curve": curve, "summary": summary, "rows": sim.rows, "folder": folder}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = Config()
+    ap.add_argument("--name", default=d.name)
+    ap.add_argument("--studies", type=int, default=d.studies)
+    ap.add_argument("--fixed", type=int, default=d.fixed, help="participants per fixed-design study")
+    ap.add_argument("--ado", type=int, default=d.ado, help="participants per ADO study")
+    ap.add_argument("--draws", type=int, default=d.draws)
+    ap.add_argument("--choices", type=int, default=d.choices)
+    ap.add_argument("--svi-steps", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    cfg = Config.smoke() if a.smoke else Config(a.name, a.studies, a.fixed, a.ado, a.draws, a.choices, a.svi_steps,
+                                                 seed=a.seed)
+    res = run(cfg)
+    c = res["curve"]
+    pooled = c[c["true"] == "all"].copy()
+    pooled["rate"] = pooled.apply(lambda r: f"{r['rate']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]", axis=1)
+    print(pooled.pivot_table(index=["rule", "n"], columns="arm", values="rate", aggfunc="first").to_string())
+    one = c[(c["rule"] == "one_se") & (c["true"] != "all")]
+    print("one-SE rule, per generating model (recovered/studies):")
+    one = one.assign(cell=one["recovered"].astype(str) + "/" + one["studies"].astype(str))
+    print(one.pivot_table(index=["arm", "n"], columns="true", values="cell", aggfunc="first").to_string())
+    print(json.dumps(res["summary"], indent=1))
+    print(f"wrote {res['folder']}")
+
+
+if __name__ == "__main__":
+    main()

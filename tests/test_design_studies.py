@@ -1,0 +1,115 @@
+"""causalplay.design.studies (simulated studies, fixed design vs sequential ADO) and analyses/design_recovery.py:
+recovery counted by hand on a constructed table, the smoke run's ADO designs replayed step by step through
+ado.next_design, its picks recomputed from the stored marginal likelihoods, and a rerun that skips finished work."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from analysis import load_analysis
+
+from causalplay.design import Design, ado, design_space
+from causalplay.design.studies import confusion, participants_needed, recovery
+
+
+def _table() -> pd.DataFrame:
+    """Two models, one arm, 'random' generates 3 studies of 2 participants and 'positive' 1 study. Study evidence
+    (positive, random) per participant: s0 (-1, -2), (-1, -2) -> positive; s1 (-2, -1), (-2, -1) -> random;
+    s2 (-1, -1.5), (-1.5, -1.4) -> positive by the sum (-2.5 vs -2.9) after 2, positive after 1;
+    positive's s0 (-1, -3), (-1, -3) -> positive."""
+    ev = {("random", 0): [(-1, -2), (-1, -2)], ("random", 1): [(-2, -1), (-2, -1)],
+          ("random", 2): [(-1, -1.5), (-1.5, -1.4)], ("positive", 0): [(-1, -3), (-1, -3)]}
+    rows = []
+    for (true, s), parts in ev.items():
+        for t, (a, b) in enumerate(parts):
+            rows.append({"arm": "fixed", "true": true, "study": s, "position": t, "design": "{}", "n_choices": 3,
+                         "ev_positive": a, "ev_random": b})
+    return pd.DataFrame(rows)
+
+
+def test_recovery_counted_by_hand():
+    c = recovery(_table(), [1, 2], rules=("map",)).set_index(["n", "true"])
+    # n=2: random recovered in s1 only (1/3); positive 1/1; pooled 2/4
+    assert (c.loc[(2, "random"), "recovered"], c.loc[(2, "random"), "studies"]) == (1, 3)
+    assert c.loc[(2, "positive"), "recovered"] == 1 and c.loc[(2, "all"), "rate"] == 0.5
+    # Wilson 95% interval of 2/4 by its closed form
+    z, n, p = 1.959963984540054, 4, 0.5
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (
+        1 + z * z / n)
+    assert c.loc[(2, "all"), "lo"] == pytest.approx(centre - half, abs=1e-12)
+    assert c.loc[(2, "all"), "hi"] == pytest.approx(centre + half, abs=1e-12)
+    conf = confusion(_table(), "fixed", 2, "map")
+    assert conf.loc["random"].tolist() == [2, 1] and conf.loc["positive"].tolist() == [1, 0]
+    # needed: pooled rate per n is read off a curve; the first n from which it stays >= target
+    curve = pd.DataFrame({"arm": "a", "rule": "one_se", "true": "all", "n": [1, 2, 3, 4],
+                          "rate": [0.9, 0.7, 0.8, 0.85]})
+    assert participants_needed(curve, 0.8) == {"a": 3.0}
+    assert math.isnan(participants_needed(curve, 0.95)["a"])
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    mod = load_analysis("design_recovery")
+    root = tmp_path_factory.mktemp("runs")
+    cfg = mod.Config.smoke(root=str(root))
+    return mod, cfg, mod.run(cfg)
+
+
+def test_smoke_run_writes_its_tables(smoke):
+    mod, cfg, res = smoke
+    folder = res["folder"]
+    rows = pd.read_csv(folder / "rows.csv")
+    assert len(rows) == 4 * cfg.studies * (cfg.fixed + cfg.ado)
+    for f in ("recovery.csv", "recovery.png", "summary.json", f"confusion_fixed_n{cfg.fixed}.csv",
+              f"confusion_ado_n{cfg.ado}.csv", "settings.json"):
+        assert (folder / f).exists(), f
+    assert set(json.loads((folder / "summary.json").read_text())["needed_for_0.8"]) == {"one_se", "map"}
+    # fixed-arm designs are the Nexiom ones; every log marginal likelihood is a log probability
+    nexiom = {json.dumps(Design.nexiom(r, b).to_dict()) for r in ("conjunctive", "disjunctive")
+              for b in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]}
+    assert set(rows.loc[rows["arm"] == "fixed", "design"]) <= nexiom
+    ev = rows[[c for c in rows.columns if c.startswith("ev_")]].to_numpy()
+    assert np.all(ev <= 0) and np.all(np.isfinite(ev))
+    # the picks behind the curve, recomputed from the rows: posterior mode = largest summed evidence
+    curve = pd.read_csv(folder / "recovery.csv")
+    models = [c[3:] for c in rows.columns if c.startswith("ev_")]
+    for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
+        hits = 0
+        for (_, _), g in rows[(rows["arm"] == arm) & (rows["position"] < n)].groupby(["true", "study"]):
+            hits += models[int(np.argmax(g[[f"ev_{m}" for m in models]].sum().to_numpy()))] == g["true"].iloc[0]
+        got = curve[(curve["arm"] == arm) & (curve["n"] == n) & (curve["rule"] == "map") & (curve["true"] == "all")]
+        assert int(got["recovered"].iloc[0]) == hits
+
+
+def test_smoke_ado_designs_replay(smoke):
+    """Each ADO participant's design is ado.next_design given the study's participants before them (their stored
+    marginal likelihoods), from a fresh state."""
+    mod, cfg, res = smoke
+    rows = res["rows"]
+    fits = mod.fitted(cfg, res["folder"])
+    state0 = ado.start(list(fits), draws=cfg.draws, seed=cfg.seed, choices=cfg.choices)
+    cands = ado.prepare(fits, design_space(4, demonstrations=1, told=(False, True))[:cfg.candidates], state0)
+    models = list(fits)
+    for (_, _), g in rows[rows["arm"] == "ado"].groupby(["true", "study"]):
+        g = g.sort_values("position")
+        state = state0
+        for t, r in enumerate(g.itertuples()):
+            assert json.loads(r.design) == ado.next_design(state, cands).to_dict()
+            state = ado.record(state, [f"p{t}"], [[getattr(r, f"ev_{m}") for m in models]])
+
+
+def test_smoke_rerun_skips_finished_jobs(smoke, caplog):
+    mod, cfg, res = smoke
+    before = pd.read_csv(res["folder"] / "rows.csv")
+    with caplog.at_level("INFO", logger="causalplay.design.studies"):
+        again = mod.run(cfg)
+    assert not any(m.startswith("finished") for m in caplog.messages)
+    pd.testing.assert_frame_equal(before, pd.read_csv(again["folder"] / "rows.csv"))
+    other = mod.Config.smoke(root=cfg.root)
+    other.studies = 3
+    with pytest.raises(ValueError, match="other settings"):
+        mod.run(other)
