@@ -188,7 +188,7 @@ def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[
     """
     from causalplay.envs import make_batch
 
-    from causalplay.agents import TaskInfo, make_agent
+    from causalplay.agents import make_agent
     from causalplay.bench.runner import run_episodes
 
     def scores(solved_ctx, solved, reward) -> dict[str, float]:
@@ -205,8 +205,8 @@ def belief_diagnosis(run: Path, env: str, episodes: int, seed: int = 7) -> dict[
     hist = make_batch(env, episodes, seed=[seed, 0], obs_mode="history")
     panel = make_batch(env, episodes, seed=[seed, 0])
     obs_h, obs_p = hist.reset(), panel.reset()
-    rl.reset(TaskInfo.from_env(hist), obs_h)
-    eig.reset(TaskInfo.from_env(panel), obs_p)
+    rl.reset(hist.info(), obs_h)
+    eig.reset(panel.info(), obs_p)
     n = hist.config.n_objects
     while not bool(hist.done.all()):
         active = ~hist.done

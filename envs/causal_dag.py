@@ -8,7 +8,7 @@ the paper's text leaves open, and ``docs/causal-dag.md``.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
@@ -18,10 +18,10 @@ from gymnasium import spaces
 from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, ancestors, leaky, leaky_inv, simulate, train_keep
 from causalplay.core.ties import argmax_tol
 
-from .task import ObsField, ObsLayout, _positive_int
+from .task import ObsField, ObsLayout, PlayerInfo, _positive_int
 
-__all__ = ["DAGConfig", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate", "structure_key",
-           "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive",
+__all__ = ["DAGConfig", "DAGInfo", "DAGRewards", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate",
+           "structure_key", "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive",
            "dag_batch", "adaptive_batch"]
 
 def structure_key(parents: np.ndarray) -> str:
@@ -165,6 +165,22 @@ class DAGRewards:
     explore_reward: float = 0.0
 
 
+@dataclass(frozen=True)
+class DAGInfo(PlayerInfo):
+    """What a causal-DAG world's instructions tell a player: :class:`~causalplay.envs.task.PlayerInfo`
+    (``n_objects`` is the number of variables, ``layout`` the observation's blocks, ``rewards`` a
+    :class:`DAGRewards`) and the task's constants (exploration steps, linearity, adaptive relevance, the
+    intervention value), never an episode's truth.
+
+    Attributes
+    ----------
+    config : DAGConfig
+        The task's constants as the family states them (the settings it draws worlds with).
+    """
+
+    config: DAGConfig = field(kw_only=True)
+
+
 class CausalDAGBatch:
     """``B`` causal-DAG episodes stepped together (torch, float64).
 
@@ -190,7 +206,7 @@ class CausalDAGBatch:
         self.config, self.B, self.rng = config, _positive_int(batch_size, "batch_size"), rng
         self.N = self.n_objects = config.n_variables
         self.n_explore, self.horizon, self.n_actions = config.n_explore, config.horizon, 2 * self.N
-        self.n_context, self.rules, self.action_size = 0, (), 1
+        self.action_size = 1
         self.rewards = DAGRewards(config.explore_reward)
         self.obs_layout, self.obs_size = config.obs_layout, config.obs_size
         self.layout = ObsLayout(tuple(ObsField(k, sl.start, sl.stop - sl.start) for k, sl in self.obs_layout.items()))
@@ -343,6 +359,10 @@ class CausalDAGBatch:
         term[rows] = goal_phase
         self.done |= term
         return obs.clone(), reward, term, torch.zeros(self.B, dtype=torch.bool)
+
+    def info(self) -> DAGInfo:
+        """What the task's instructions tell every player (:class:`DAGInfo`)."""
+        return DAGInfo(self.n_objects, self.horizon, layout=self.layout, rewards=self.rewards, config=self.config)
 
     def record(self) -> dict[str, np.ndarray]:
         """The benchmark's per-episode record (see :meth:`score`), as numpy arrays."""

@@ -26,6 +26,8 @@ Observation modes (``obs_mode``): ``"panel"`` (default; fields :func:`panel_layo
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import torch
 
@@ -34,10 +36,19 @@ from causalplay.core.rules import Rule
 from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
 from .reward import _ivre_jsd, ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
-from .task import ObsLayout, RewardSpec, _positive_int, _reset_rows, _row_rngs, batch_action, validate_action
+from .task import (
+    ObsLayout,
+    PlayerInfo,
+    RewardSpec,
+    _positive_int,
+    _reset_rows,
+    _row_rngs,
+    batch_action,
+    validate_action,
+)
 
-__all__ = ["TaskConfig", "BlicketBatch", "OBS_MODES", "jsd", "ivre_jsd", "oracle_space", "acre_types",
-           "validate_action", "OBJECT_POOL", "ACRE_TYPES", "ORACLE_DTYPE"]
+__all__ = ["TaskConfig", "BlicketInfo", "BlicketBatch", "OBS_MODES", "jsd", "ivre_jsd", "oracle_space",
+           "acre_types", "validate_action", "OBJECT_POOL", "ACRE_TYPES", "ORACLE_DTYPE"]
 
 OBS_MODES = ("panel", "history", "dict")
 
@@ -57,8 +68,46 @@ def history_layout(N: int, T: int) -> ObsLayout:
                         ("last_belief", N, 1.0, "the agent's previous belief (0.5 before the first action)"))
 
 
-class _ConfigTask:
+@dataclass(frozen=True)
+class BlicketInfo(PlayerInfo):
+    """What a Blicket-style task's instructions tell a player (IVRE, EST, Overhypothesis, Nexiom, their pixel
+    forms): :class:`~causalplay.envs.task.PlayerInfo` and the rule family, the context panels and the counts.
+
+    ``BlicketInfo(n_objects, horizon, n_context, rules, layout=..., rewards=..., n_blickets=...)``;
+    ``layout=None`` stands for the panel layout (:func:`panel_layout`) and ``rewards=None`` for the IVRE constants.
+
+    Attributes
+    ----------
+    n_context : int
+        Context panels shown before the first trial.
+    rules : tuple of Rule
+        The rules the machine may follow (the instructions name them; an episode's own rule is its truth).
+    n_blickets : tuple of int
+        Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
+    """
+
+    n_context: int
+    rules: tuple[Rule, ...]
+    n_blickets: tuple[int, ...] = field(default=(), kw_only=True)
+
+    @property
+    def obs_layout(self) -> ObsLayout:
+        """:attr:`layout`, or the panel layout when it is ``None``."""
+        return self.layout if self.layout is not None else panel_layout(self.n_objects, self.horizon)
+
+    @property
+    def reward_spec(self) -> RewardSpec:
+        """:attr:`rewards`, or the IVRE constants when they are ``None``."""
+        return self.rewards if self.rewards is not None else RewardSpec()
+
+
+class ConfigTask:
     """The Task constants a Blicket-style task reads off its ``config`` (a :class:`TaskConfig`) and ``layout``."""
+
+    def info(self) -> BlicketInfo:
+        """What the task's instructions tell every player (:class:`BlicketInfo`)."""
+        return BlicketInfo(self.n_objects, self.horizon, self.n_context, tuple(self.rules), layout=self.layout,
+                           rewards=self.rewards, n_blickets=tuple(int(c) for c in self.config.n_blickets))
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -90,7 +139,7 @@ class _ConfigTask:
         return 2 * self.config.n_objects
 
 
-class BlicketBatch(_ConfigTask):
+class BlicketBatch(ConfigTask):
     """``B`` episodes of a Blicket task stepped together (torch, CPU).
 
     Parameters

@@ -23,6 +23,7 @@ import torch
 
 from causalplay.core.rules import make_rule
 
+from .core import BlicketInfo
 from .machine import machine_lit
 from .task import ObsLayout, RewardSpec, _positive_int, _reset_rows, _row_rngs, batch_action
 
@@ -153,6 +154,12 @@ class NexiomBatch:
         self.returns += reward
         self.done = self.done | answer
         return self.observation(), reward, answer, torch.zeros_like(answer)
+
+    def info(self) -> BlicketInfo:
+        """What the instructions tell every player: the objects, the budget (``horizon - 1`` tests), both rules
+        (:class:`~causalplay.envs.core.BlicketInfo`; the count is announced in the observation)."""
+        return BlicketInfo(self.n_objects, self.horizon, self.n_context, tuple(self.rules), layout=self.layout,
+                           rewards=self.rewards)
 
     def record(self) -> dict[str, np.ndarray]:
         """One entry per row: ``rule``, ``blickets_correct``, ``rule_correct``, ``n_tests``, ``episode_reward``."""

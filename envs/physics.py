@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
@@ -17,10 +18,10 @@ from gymnasium import spaces
 
 from .physics_sim import COLS, object_list, render, simulate
 from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, get_task, to_balls
-from .task import RewardSpec, as_rows, batch_action
+from .task import PlayerInfo, RewardSpec, as_rows, batch_action
 
-__all__ = ["PhysicsBatch", "PhysicsEnv", "MAX_BODIES", "TIER_BODIES", "BUDGET", "TIER_OF_ID", "draw_batch",
-           "make_b", "make_2b", "make_2b_v0", "batch_b", "batch_2b", "batch_2b_v0"]
+__all__ = ["PhysicsBatch", "PhysicsInfo", "PhysicsEnv", "MAX_BODIES", "TIER_BODIES", "BUDGET", "TIER_OF_ID",
+           "draw_batch", "make_b", "make_2b", "make_2b_v0", "batch_b", "batch_2b", "batch_2b_v0"]
 
 MAX_BODIES, BUDGET = 10, 100
 #: Object-list rows per tier (a 2B-v1 scene holds two template scenes and the wall between them).
@@ -28,6 +29,20 @@ TIER_BODIES = {"B": MAX_BODIES, "2B": MAX_BODIES, "2B-v1": 16}
 #: The tier each physics id plays.
 TIER_OF_ID = {"causalplay/PhysicsB-v0": "B", "causalplay/Physics2B-v1": "2B-v1",
               "causalplay/Physics2B-v0": "2B"}
+
+
+@dataclass(frozen=True)
+class PhysicsInfo(PlayerInfo):
+    """What a physics puzzle's instructions tell a player: :class:`~causalplay.envs.task.PlayerInfo` (``n_objects``
+    the object-list rows, ``horizon`` the valid attempts allowed, ``layout=None``: the observation is a dict) and
+    the tier, which says how many balls an action places (:data:`~causalplay.envs.physics_templates.TIERS`).
+
+    Attributes
+    ----------
+    tier : {"B", "2B-v1", "2B"}
+    """
+
+    tier: str = field(kw_only=True)
 
 
 class PhysicsBatch:
@@ -58,7 +73,6 @@ class PhysicsBatch:
         One row plays the tasks in order.
     """
 
-    n_context, rules, layout = 0, (), None  # a dict observation (above), not a flat vector
     rewards = RewardSpec(solve_reward=1.0, step_cost=0.0)
 
     def __init__(self, tasks: list[PhysicsTask], tier: str = "B", budget: int = BUDGET, record: int = 0,
@@ -72,7 +86,6 @@ class PhysicsBatch:
             raise ValueError(f"need at least one task, each scene with at most {n_max} bodies (tier {tier!r})")
         self.tasks, self.tier, self.m, self.horizon, self.n_objects = list(tasks), tier, TIERS[tier], budget, n_max
         self.record_every, self.max_invalid, self.sequential = record, max_invalid, sequential
-        self.config = {"tier": tier, "budget": budget}
         self.B = 1 if sequential else len(tasks)
         self.attempts, self.invalid, self.solved_at = (np.zeros(len(tasks), dtype=np.int64) for _ in range(3))
         self.cur, self.streak = np.arange(self.B), np.zeros(self.B, dtype=np.int64)
@@ -82,6 +95,12 @@ class PhysicsBatch:
     @property
     def action_size(self) -> int:
         return 3 * self.m
+
+    def info(self) -> PhysicsInfo:
+        """What every player is told (:class:`PhysicsInfo`): the tier, the attempt budget (``horizon``), the
+        object-list rows (``n_objects``) and the reward constants; the observation is the dict above
+        (``layout=None``)."""
+        return PhysicsInfo(self.n_objects, self.horizon, rewards=self.rewards, tier=self.tier)
 
     def obs(self) -> dict:
         """The observation (see the class docstring)."""

@@ -7,6 +7,7 @@ Importing this module does not import Blender; the renderer's worker process sta
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -20,6 +21,7 @@ from causalplay.render.scene import HEIGHT, WIDTH, make_frame
 __all__ = ["PIXEL_IDS", "PixelBlicketEnv", "PixelBatch", "make_pixel_batch", "pixel_batch",
            "shared_renderer"]
 
+from .core import BlicketInfo
 from .families import PIXEL_IDS  # pixel id -> the symbolic id it wraps (registered with the Blicket family)
 
 _RENDERERS: dict[tuple, Renderer] = {}
@@ -213,6 +215,11 @@ class PixelBatch:
     def step(self, action, *, check: bool = True):
         _, reward, solved, truncated = self.symbolic.step(action, check=check)
         return self.observation(), reward, solved, truncated
+
+    def info(self) -> BlicketInfo:
+        """The symbolic batch's :class:`~causalplay.envs.core.BlicketInfo` with ``layout=None``: the observation
+        is the dict above, not the symbolic one's flat vector."""
+        return dataclasses.replace(self.symbolic.info(), layout=None)
 
 
 def make_pixel_batch(env_id: str, batch_size: int, seed=None, **kwargs) -> PixelBatch:

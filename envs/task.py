@@ -8,21 +8,26 @@ drive Tasks through this interface and never re-implement one::
     obs, reward, terminated, truncated = task.step(action)   # action [B, action_size] in [0, 1]
     task.reset(rows)                     # a new episode in the rows of a bool mask / index list (autoreset)
     task.record()                        # one entry per row: the episode as the benchmark scores it
+    task.info()                          # what the task's instructions tell every player (a PlayerInfo)
 
 Rows whose episode has ended (``task.done``) ignore their action and get reward 0 until they are reset.
-The observation layout (:class:`ObsLayout`) and the reward constants (:class:`RewardSpec`) are data on the
-task, so no agent hard-codes them.
+What a player is told is data the task states itself (:meth:`Task.info`): :class:`PlayerInfo` holds what every
+family tells (the action's size, the horizon, the observation layout and the reward constants, so no agent
+hard-codes them), and a family's own info type adds its fields (the Blicket tasks'
+:class:`causalplay.envs.core.BlicketInfo`: context panels, rules, blicket counts; the causal-DAG worlds'
+:class:`causalplay.envs.causal_dag.DAGInfo`; the physics puzzles' :class:`causalplay.envs.physics.PhysicsInfo`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
-__all__ = ["Task", "ObsField", "ObsLayout", "RewardSpec", "validate_action", "batch_action", "as_rows"]
+__all__ = ["Task", "PlayerInfo", "ObsField", "ObsLayout", "RewardSpec", "validate_action", "batch_action", "as_rows"]
 
 
 @dataclass(frozen=True)
@@ -91,17 +96,59 @@ class RewardSpec:
     eps: float = 1e-7
 
 
+@dataclass(frozen=True)
+class PlayerInfo:
+    """What a task's instructions tell every player, whatever the family (never an episode's ground truth).
+
+    A task builds it (:meth:`Task.info`); the play loop hands it to the agent's ``reset``. A family whose players
+    are told more subclasses it (:class:`causalplay.envs.core.BlicketInfo`,
+    :class:`causalplay.envs.causal_dag.DAGInfo`, :class:`causalplay.envs.physics.PhysicsInfo`).
+
+    Attributes
+    ----------
+    n_objects : int
+        The size of the world the action addresses: objects (Blicket tasks), variables (causal DAGs), object-list
+        rows (physics).
+    horizon : int
+        Actions per episode at most (attempts, for the physics puzzles).
+    layout : ObsLayout or None
+        Where each field sits in a flat observation; ``None`` when the observation is not a flat vector (a dict,
+        documented by the task) -- for the Blicket tasks, ``None`` stands for the panel layout.
+    rewards : object or None
+        The task's reward constants (a :class:`RewardSpec`, or the family's own type, e.g.
+        :class:`causalplay.envs.causal_dag.DAGRewards`); ``None`` when the task does not state them.
+    """
+
+    n_objects: int
+    horizon: int
+    layout: ObsLayout | None = field(default=None, kw_only=True)
+    rewards: object = field(default=None, kw_only=True)
+
+    @classmethod
+    def from_env(cls, env) -> PlayerInfo:
+        """Deprecated since 0.3: ``env.info()`` (the task states what its players are told)."""
+        warnings.warn(f"{cls.__name__}.from_env(task) is deprecated; use task.info()", DeprecationWarning,
+                      stacklevel=2)
+        return env.info()
+
+    @property
+    def obs_layout(self) -> ObsLayout:
+        """:attr:`layout`; ``ValueError`` when the observation is not a flat vector."""
+        if self.layout is None:
+            raise ValueError(f"this task's observation is not a flat vector ({type(self).__name__}.layout is None); "
+                             "read it as the task documents")
+        return self.layout
+
+
 @runtime_checkable
 class Task(Protocol):
-    """What every batched task provides (see the module docstring)."""
+    """What every batched task provides (see the module docstring); a family's task may hold more (the Blicket
+    tasks' ``n_context`` and ``rules``), and tells its players through :meth:`info`."""
 
     B: int
     n_objects: int
-    n_context: int
     horizon: int
-    rules: tuple
-    layout: ObsLayout
-    rewards: RewardSpec
+    rewards: object
     done: torch.Tensor
 
     @property
@@ -115,6 +162,10 @@ class Task(Protocol):
     def step(self, action) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
     def record(self) -> dict[str, np.ndarray]: ...
+
+    def info(self) -> PlayerInfo:
+        """What the task's instructions tell every player: a :class:`PlayerInfo`, or the family's subclass of it."""
+        ...
 
 
 def as_rows(rows, B: int) -> torch.Tensor:

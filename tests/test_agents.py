@@ -196,7 +196,7 @@ def test_planner_depth1_reproduces_one_step_choices(env_id):
     env = make_batch(env_id, 8, seed=5)
     obs = env.reset()
     agent = PlannerAgent(seed=5, depth=1)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     n, codes = env.config.n_objects, []
     for _ in range(env.horizon):
         a = agent.act(obs, ~env.done)
@@ -243,7 +243,7 @@ def test_agents_play_valid_actions(name, env_id):
     env = make_batch(env_id, 16, seed=0)
     obs = env.reset()
     agent = make_agent(name, seed=0)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     for _ in range(env.horizon):
         a = agent.act(obs, ~env.done)
         assert a.shape == (16, 18)
@@ -274,7 +274,7 @@ def test_eig_and_planner_solve_ivre(one_thread):
         env = make_batch("causalplay/IVRE-v0", 200, seed=1)
         obs = env.reset()
         agent = make_agent(name, seed=1)
-        agent.reset(TaskInfo.from_env(env), obs)
+        agent.reset(env.info(), obs)
         total = torch.zeros(200, dtype=torch.float64)
         for _ in range(env.horizon):
             obs, r, *_ = env.step(agent.act(obs, ~env.done))
@@ -295,7 +295,7 @@ def test_notears_agent_plays_an_episode():
     env = make_batch("causalplay/IVRE-v0", 2, seed=0)
     obs = env.reset()
     agent = make_agent("notears-exact", seed=0)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     for _ in range(env.horizon):
         a = agent.act(obs, ~env.done)
         assert set(a[:, 9:].flatten().tolist()) <= {0.0, 1.0}
@@ -334,7 +334,7 @@ def test_eig_trial_does_not_depend_on_the_batch(one_thread):
     env = make_batch("causalplay/IVRE-v0", 100, seed=0)
     obs = env.reset()
     agent = EIGAgent(seed=0)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     checked = 0
     for _ in range(env.horizon):
         active = ~env.done

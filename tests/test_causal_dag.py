@@ -464,14 +464,13 @@ def test_expected_goal_linear_matches_closed_form_for_known_structure():
 
 # -- agents and benchmark --------------------------------------------------------------------------------------
 def test_regression_agents_match_numpy():
-    from causalplay.agents.base import TaskInfo
     from causalplay.agents.dag import PartialCorrAgent, TotalCorrAgent
 
     def play(cls):
         b = make_batch("causalplay/CausalDAG-v1", 3, seed=0, linear=True)
         obs = b.reset()
         ag = cls(0)
-        ag.reset(TaskInfo.from_env(b), obs)
+        ag.reset(b.info(), obs)
         for _ in range(6):
             a = ag.act(obs, ~b.done)
             obs, *_ = b.step(a)

@@ -53,7 +53,7 @@ def llm_spec(url: str, **opts) -> str:
 def play(agent, env_id: str, n: int, seed):
     env = make_batch(env_id, n, seed=seed)
     obs = env.reset()
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     for _ in range(env.horizon):
         obs, *_ = env.step(agent.act(obs, ~env.done))
         if bool(env.done.all()):

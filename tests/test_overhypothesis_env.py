@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 from vector_check import assert_vector_equals_singles
 
 import causalplay  # noqa: F401  (registers the ids)
-from causalplay.agents import EIGAgent, TaskInfo, TransferEIGAgent, make_agent
+from causalplay.agents import EIGAgent, TransferEIGAgent, make_agent
 
 ID = "causalplay/Overhypothesis-v0"
 
@@ -143,7 +143,7 @@ def test_single_env_info_and_errors():
 
 def _play(task, agent):
     obs = task.reset()
-    agent.reset(TaskInfo.from_env(task), obs)
+    agent.reset(task.info(), obs)
     actions = []
     while not bool(task.done.all()):
         a = agent.act(obs, ~task.done)

@@ -216,7 +216,7 @@ def test_paper_rows_of_ivre_episode_acc(name):
     env = BlicketBatch(IVRE, 2000, np.random.default_rng(11))
     obs = env.reset()
     agent = make_agent(name, seed=11)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     for _ in range(env.horizon):
         obs, *_ = env.step(agent.act(obs, ~env.done))
     acc = 100 * (env.solved_at > 0).double().mean().item()
@@ -227,7 +227,7 @@ def test_paper_notears_plays_an_episode_in_index_order():
     env = BlicketBatch(IVRE, 1, np.random.default_rng(0))
     obs = env.reset()
     agent = make_agent("notears", seed=0)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     for t in range(1, 7):  # the context steps and two trials: one scipy fit each
         a = agent.act(obs, ~env.done)
         assert a[0, 9:].sum() <= 1 and set(a[0, 9:].tolist()) <= {0.0, 1.0}

@@ -149,8 +149,8 @@ def test_eig_pixels_with_perfect_perception_is_eig(env_id):
     a_sym, a_pix = EIGAgent(seed=0), EIGPixelsAgent(perception=OraclePerception(pix))
     o_sym, o_pix = sym.reset(), pix.reset()
     assert o_pix["frame"].shape == (12, 120, 160, 3) and o_pix["frame"].dtype == torch.uint8
-    a_sym.reset(TaskInfo.from_env(sym), o_sym)
-    a_pix.reset(TaskInfo.from_env(pix), o_pix)
+    a_sym.reset(sym.info(), o_sym)
+    a_pix.reset(pix.info(), o_pix)
     while not bool(sym.done.all()):
         x, y = a_sym.act(o_sym, ~sym.done), a_pix.act(o_pix, ~pix.done)
         torch.testing.assert_close(x, y, rtol=0, atol=0)

@@ -109,12 +109,11 @@ def test_plugin_agent_plays_as_its_docstring_says(site, monkeypatch):
     from causalplay.envs import make_batch
 
     from causalplay.agents import make_agent
-    from causalplay.agents.base import TaskInfo
 
     task = make_batch("causalplay/IVRE-v0", 64, seed=3)
     agent = make_agent("my-agent", seed=0)
     obs = task.reset()
-    agent.reset(TaskInfo.from_env(task), obs)
+    agent.reset(task.info(), obs)
     C, N, T = task.n_context, task.n_objects, task.horizon
     checked = 0
     for t in range(T):

@@ -22,7 +22,7 @@ pytest.importorskip("sb3_contrib")
 
 from causalplay.envs import make_batch  # noqa: E402
 
-from causalplay.agents import TaskInfo, agent_label, make_agent  # noqa: E402
+from causalplay.agents import agent_label, make_agent  # noqa: E402
 from causalplay.agents.base import task_beliefs  # noqa: E402
 from causalplay.agents.rl import Policy, load_model, load_policy, read_run  # noqa: E402
 from causalplay.agents.rl_features import FeatureMap, HistoryLSTM, to_env_action  # noqa: E402
@@ -89,7 +89,7 @@ def test_belief_features_equal_the_exact_posterior(tracker):
     fm = FeatureMap.for_task(env, belief=True, tracker=tracker)
     fm.reset(B)
     assert fm.size == env.obs_size + (2 * N if tracker else N)
-    space = task_beliefs(TaskInfo.from_env(panel), 1, dtype=torch.float64).space
+    space = task_beliefs(panel.info(), 1, dtype=torch.float64).space
     rng = np.random.default_rng(0)
     trials, lits, rejected = [], [], [[] for _ in range(B)]
     count = (pobs[:, N + 1] * N).round().long()

@@ -144,12 +144,11 @@ def test_svi_best_trial_uses_the_same_rule(monkeypatch):
 def _blicket_agent(cls, **kw):
     from causalplay.envs import make_batch
 
-    from causalplay.agents import TaskInfo
 
     env = make_batch("causalplay/IVRE-v0", 2, seed=0)
     obs = env.reset()
     agent = cls(seed=0, **kw)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     agent.first_obs = obs
     return agent
 
@@ -234,12 +233,12 @@ def test_causal_dag_optimal_action_ties_to_the_lowest_action(monkeypatch):
 def test_nexiom_eig_agent_tie_goes_to_the_lowest_code(monkeypatch):
     from causalplay.envs import make_batch
 
-    from causalplay.agents import TaskInfo, bayesian
+    from causalplay.agents import bayesian
 
     env = make_batch("causalplay/Nexiom-v0", 2, seed=0)
     obs = env.reset()
     agent = bayesian.NexiomEIGAgent(seed=0)
-    agent.reset(TaskInfo.from_env(env), obs)
+    agent.reset(env.info(), obs)
     D = agent.cand.shape[0]
     planted = torch.zeros(2, D, dtype=torch.float64)
     planted[:, 1], planted[:, 4] = 0.6, 0.6 + ULP64  # two trials tie; the later is nudged up

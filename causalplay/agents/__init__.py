@@ -43,7 +43,7 @@ import warnings
 from causalplay.core.plugins import AGENT_GROUP, Plugin, plugins
 from causalplay.core.specs import Spec, parse_spec, split_specs
 
-from .base import Agent, MemoryAgent, TaskInfo, map_side_belief
+from .base import Agent, BlicketInfo, MemoryAgent, PlayerInfo, TaskInfo, map_side_belief
 from .bayesian import EIGAgent, NexiomEIGAgent, PlannerAgent
 from .dag import DAG_AGENTS
 from .heuristics import BayesAgent, NaiveAgent, RandomAgent, SearchNaiveAgent, SearchRandomAgent
@@ -65,7 +65,7 @@ from .transfer import TransferEIGAgent
 
 __all__ = ["AGENTS", "NEXIOM_AGENTS", "PHYSICS_AGENTS", "DAG_AGENTS", "agent_registry", "agent_plugins", "agent_class",
            "make_agent", "parse_agent_spec", "split_agent_specs", "agent_label", "resolve_agent_name",
-           "canonical_agent_spec", "Agent",
+           "canonical_agent_spec", "Agent", "PlayerInfo", "BlicketInfo",
            "MemoryAgent", "TaskInfo", "map_side_belief", "EIGAgent", "PlannerAgent", "BayesAgent", "NaiveAgent",
            "RandomAgent", "SearchNaiveAgent", "SearchRandomAgent", "NotearsAgent", "PaperRandomAgent",
            "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent", "PaperSearchNaiveAgent",

@@ -1,71 +1,36 @@
-"""The agent protocol: batched agents that map observations to ``[trial, belief]`` actions.
+"""The agent protocol: batched agents that map a task's observations to its actions.
 
 An agent plays ``B`` episodes of a batched task (a :class:`causalplay.envs.task.Task`) in lock-step::
 
-    agent.reset(TaskInfo.from_env(task), obs)   # what the task tells every player; obs: [B, obs_size]
+    agent.reset(task.info(), obs)     # what the task tells every player; obs: the first observation of every row
     for t in 1..T:
-        action = agent.act(obs, active)   # [B, 2N] in [0, 1]; rows of ended episodes are ignored
-        obs, reward, terminated, truncated = env.step(action)
+        action = agent.act(obs, active)   # one action per row in the task's layout; rows of ended episodes ignored
+        obs, reward, terminated, truncated = task.step(action)
 
-Every agent's docstring says what it **knows**: the rule family of the task (``task.rules``, told to every
-player as the task's instructions), the announced blicket count (in the observation), and whether it uses
-the fact that a step which did not end the episode means its previous guess was wrong.
+``task.info()`` is a :class:`~causalplay.envs.task.PlayerInfo` (the action's size, the horizon, the observation
+layout, the reward constants), or the family's subclass of it with the family's own fields:
+:class:`~causalplay.envs.core.BlicketInfo` (``n_context``, ``rules``, ``n_blickets``),
+:class:`~causalplay.envs.causal_dag.DAGInfo` (``config``), :class:`~causalplay.envs.physics.PhysicsInfo` (``tier``).
+Every agent's docstring says what it **knows**: for the Blicket agents, the rule family of the task (``rules``,
+told to every player as the task's instructions), the announced blicket count (in the observation), and whether it
+uses the fact that a step which did not end the episode means its previous guess was wrong.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from causalplay.core.beliefs import BatchBeliefs
-from causalplay.core.rules import Rule
 from causalplay.core.spec import HypothesisSpace, WorldSpec
-from causalplay.envs.task import ObsLayout, RewardSpec
+from causalplay.envs.core import BlicketInfo
+from causalplay.envs.task import PlayerInfo
 
-__all__ = ["Agent", "TaskInfo", "MemoryAgent", "map_side_belief", "task_beliefs"]
+__all__ = ["Agent", "PlayerInfo", "BlicketInfo", "TaskInfo", "MemoryAgent", "map_side_belief", "task_beliefs"]
 
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """What the task's instructions tell a player (never the episode's ground truth).
-
-    ``layout`` says where each field sits in the observation and ``rewards`` holds the reward constants, so
-    agents read them from the task instead of hard-coding them (``None``: the Blicket panel layout and the
-    IVRE constants).
-    """
-
-    n_objects: int
-    horizon: int
-    n_context: int
-    rules: tuple[Rule, ...]
-    layout: ObsLayout | None = None
-    rewards: RewardSpec | None = None
-    #: Blicket counts the task may draw (the instructions' "up to four"); ``()`` when the task does not say.
-    n_blickets: tuple[int, ...] = ()
-    #: The task's constants as its family states them (e.g. the causal-DAG world's ``DAGConfig``: exploration
-    #: steps, linearity, intervention value); the family's generative settings, never an episode's truth.
-    config: object = None
-
-    @classmethod
-    def from_env(cls, env) -> TaskInfo:
-        """From a :class:`causalplay.envs.task.Task`."""
-        config = getattr(env, "config", None)
-        counts = getattr(config, "n_blickets", ()) or ()
-        return cls(env.n_objects, env.horizon, env.n_context, tuple(env.rules), getattr(env, "layout", None),
-                   getattr(env, "rewards", None), n_blickets=tuple(int(c) for c in counts), config=config)
-
-    @property
-    def obs_layout(self) -> ObsLayout:
-        if self.layout is not None:
-            return self.layout
-        from causalplay.envs.core import panel_layout
-
-        return panel_layout(self.n_objects, self.horizon)
-
-    @property
-    def reward_spec(self) -> RewardSpec:
-        return self.rewards if self.rewards is not None else RewardSpec()
+#: The Blicket tasks' info under its earlier name (what the Blicket agents' ``reset`` gets): an alias of
+#: :class:`~causalplay.envs.core.BlicketInfo`, so ``TaskInfo(n_objects, horizon, n_context, rules)`` still builds
+#: one. Another family's task tells its own type (:meth:`causalplay.envs.task.Task.info`).
+TaskInfo = BlicketInfo
 
 
 class Agent:
@@ -74,15 +39,19 @@ class Agent:
 
     An agent plays ``B`` episodes of one batched task at once; :func:`causalplay.bench.play.play` is the loop::
 
-        agent.reset(TaskInfo.from_env(task), obs)      # once per batch, before the first act
+        agent.reset(task.info(), obs)      # once per batch, before the first act
         while not task.done.all():
             obs, reward, terminated, truncated = task.step(agent.act(obs, ~task.done))
 
     * ``__init__(seed=0, **options)``: ``options`` are the spec's ``key=value`` pairs (``planner:depth=2`` gives
       ``depth=2``); ``causalplay bench`` checks them against this signature before any work starts. The benchmark
       builds an agent once per worker and calls :meth:`reseed` per shard.
-    * :meth:`reset` gets what the task's instructions tell every player (:class:`TaskInfo`, never the episodes'
-      ground truth) and the first observation of every row.
+    * :meth:`reset` gets what the task's instructions tell every player (``task.info()``, never the episodes'
+      ground truth): a :class:`~causalplay.envs.task.PlayerInfo` with ``n_objects``, ``horizon``, ``layout`` (the
+      flat observation's fields; ``None`` for a dict observation) and ``rewards``, or the family's subclass of it
+      (Blicket tasks: :class:`~causalplay.envs.core.BlicketInfo`, adding ``n_context``, ``rules`` and
+      ``n_blickets``; causal-DAG worlds: :class:`~causalplay.envs.causal_dag.DAGInfo`, adding ``config``; physics:
+      :class:`~causalplay.envs.physics.PhysicsInfo`, adding ``tier``), and the first observation of every row.
     * :meth:`act` is called once per step for the whole batch until every row's episode has ended. ``active``
       (bool ``[B]``) marks the rows still playing; an inactive row's episode has ended (solved, answered or out of
       steps), the task ignores its action and rewards it 0, so the agent returns any valid action there (zeros
@@ -115,10 +84,11 @@ class Agent:
         self.seed = seed
         self.gen = torch.Generator().manual_seed(int(seed))
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
-        """Start a batch of episodes: ``task`` describes them (objects, horizon, rules, observation layout), ``obs``
-        is the first observation of every row, ``[B, obs_size]``. Subclasses call this first, then set up their own
-        per-episode state."""
+    def reset(self, task: PlayerInfo, obs: torch.Tensor) -> None:
+        """Start a batch of episodes: ``task`` is what the task tells every player (``task.info()``: objects,
+        horizon, observation layout, reward constants, and the family's own fields), ``obs`` the first observation
+        of every row (``[B, obs_size]``, or the dict the task documents). Subclasses call this first, then set up
+        their own per-episode state."""
         self.task = task
         self.B = obs.shape[0]
         self.t = 0
@@ -141,9 +111,10 @@ class Agent:
         """
         raise NotImplementedError
 
-    # -- helpers -------------------------------------------------------------------------------------------
+    # -- helpers for the Blicket tasks (``self.task`` a BlicketInfo) ---------------------------------------------
     def trial_runs(self) -> bool:
-        """Whether the trial in the action about to be taken (action ``self.t``) is run by the env."""
+        """Whether the trial in the action about to be taken (action ``self.t``) is run by the env (Blicket tasks:
+        after the context panels)."""
         return self.task.n_context <= self.t < self.task.horizon
 
     def parse(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -154,9 +125,9 @@ class Agent:
 
 
 class MemoryAgent(Agent):
-    """Keeps every panel seen: ``self.panels [B, t, N]`` bool, ``self.lits [B, t]`` bool."""
+    """Keeps every panel of a Blicket task seen: ``self.panels [B, t, N]`` bool, ``self.lits [B, t]`` bool."""
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.panels = torch.zeros(self.B, 0, task.n_objects, dtype=torch.bool)
         self.lits = torch.zeros(self.B, 0, dtype=torch.bool)
@@ -177,7 +148,7 @@ def map_side_belief(marginals: torch.Tensor, guess: torch.Tensor, eps: float = 1
     return torch.where(guess, m.clamp_min(0.5 + eps), m.clamp_max(0.5 - eps)).clamp(0.0, 1.0)
 
 
-def task_beliefs(task: TaskInfo, batch_size: int, dtype: torch.dtype = torch.float32) -> BatchBeliefs:
+def task_beliefs(task: BlicketInfo, batch_size: int, dtype: torch.dtype = torch.float32) -> BatchBeliefs:
     """The agents' belief tracker: ``batch_size`` exact learners over all ``2^N`` blicket sets x the task's rules
     (uniform over both), rule-major ``h = r * S + code`` -- a set's index is its integer code ``sum_i x_i 2^i``.
 

@@ -8,7 +8,7 @@ from causalplay.core.eig import eig_bits
 from causalplay.core.history import all_trials
 from causalplay.core.ties import argmax_lex, argmax_tol, stable_topk
 
-from .base import Agent, MemoryAgent, TaskInfo, map_side_belief, task_beliefs
+from .base import Agent, BlicketInfo, MemoryAgent, map_side_belief, task_beliefs
 
 __all__ = ["EIGAgent", "PlannerAgent", "NexiomEIGAgent"]
 
@@ -37,7 +37,7 @@ class EIGAgent(MemoryAgent):
         super().__init__(seed)
         self.use_not_ended, self.target = use_not_ended, target
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.post = task_beliefs(task, self.B)
         self.cand = torch.as_tensor(all_trials(task.n_objects)).to(self.post.space.dtype)
@@ -161,7 +161,7 @@ class PlannerAgent(EIGAgent):
         self.top_k, self.chunk, self.oracle_beliefs = top_k, chunk, oracle_beliefs
         self.depth, self.beam, self.jsd_cost, self.max_elems = depth, beam, float(jsd_cost), max_elems
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.oracle = task_beliefs(task, self.B, dtype=torch.float64)
         sp = self.post.space
@@ -287,7 +287,7 @@ class NexiomEIGAgent(Agent):
         super().__init__(seed)
         self.min_eig = float(min_eig)
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.post = task_beliefs(task, self.B, dtype=torch.float64)
         self.post.condition_count_(self.parse(obs)[2])

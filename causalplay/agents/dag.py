@@ -1,8 +1,9 @@
 """Agents for the causal-DAG task (batched: ``B`` episodes in lock-step; actions ``[B]`` long in ``[0, 2n)``).
 
 Ordinary agents (:class:`causalplay.agents.base.Agent`), played by :func:`causalplay.bench.play.play`; they read the
-observation through the task's layout (``TaskInfo.obs_layout``) and the task's constants from ``TaskInfo.config``
-(a :class:`causalplay.envs.causal_dag.DAGConfig`). Only ``expert`` sets ``uses_oracle`` and is handed the task.
+observation through the task's layout (``DAGInfo.obs_layout``) and the task's constants from ``DAGInfo.config``
+(a :class:`causalplay.envs.causal_dag.DAGConfig`; :class:`~causalplay.envs.causal_dag.DAGInfo` is what
+``task.info()`` tells every player). Only ``expert`` sets ``uses_oracle`` and is handed the task.
 Build them with ``make_agent(spec, family="dag")``. The name ``bayes`` (this family's ``eig`` before 0.3)
 still works, with a ``DeprecationWarning``.
 
@@ -41,8 +42,9 @@ from torch import nn
 
 from causalplay.core.dag import GOAL_ROLE
 from causalplay.core.ties import argmax_tol
+from causalplay.envs.causal_dag import DAGInfo
 
-from .base import Agent, TaskInfo
+from .base import Agent
 
 __all__ = ["DAGAgent", "DAG_AGENTS", "GRUPolicy", "load_policy"]
 
@@ -53,7 +55,7 @@ class DAGAgent(Agent):
 
     name = "dag-agent"
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: DAGInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         c = task.config
         self.n, self.n_explore, self.linear, self.adaptive = task.n_objects, c.n_explore, c.linear, c.adaptive
@@ -124,7 +126,7 @@ class ExpertAgent(DAGAgent):
     name = "expert"
     uses_oracle = True
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: DAGInfo, obs: torch.Tensor) -> None:
         if not hasattr(getattr(self, "oracle", None), "optimal_action"):
             raise ValueError("the expert needs the environment (agent.oracle = the CausalDAGBatch, which "
                              "causalplay.bench.play.play sets) to know the true SCM")
@@ -250,7 +252,7 @@ class EIGDAGAgent(DAGAgent):
             raise ValueError(f"target must be 'structure' or 'action', got {target!r}")
         self.target, self.n_outer, self.top_k, self.n_samples, self.chunk = target, n_outer, top_k, n_samples, chunk
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: DAGInfo, obs: torch.Tensor) -> None:
         from causalplay.core.dag import enumerate_structures
         from causalplay.core.dag_posterior import NIGPrior
 
@@ -382,7 +384,7 @@ class BCAgent(DAGAgent):
         super().__init__(seed)
         self.policy = load_policy(path)
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: DAGInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.h = None
 

@@ -9,7 +9,7 @@ import torch
 
 from causalplay.core.ties import tied_max
 
-from .base import MemoryAgent, TaskInfo, task_beliefs
+from .base import BlicketInfo, MemoryAgent, task_beliefs
 
 __all__ = ["RandomAgent", "BayesAgent", "NaiveAgent", "SearchRandomAgent", "SearchNaiveAgent"]
 
@@ -87,7 +87,7 @@ class _SearchAgent(MemoryAgent):
     """Belief = the fraction of all blicket assignments consistent with the panels (knows the task's rules,
     ignores the count): the posterior marginal under a uniform prior over all ``2^N`` sets (core engine)."""
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.post = task_beliefs(task, self.B, dtype=torch.float64)  # its marginals are the belief: exact 0.5s matter
 

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import torch
 
-from .base import MemoryAgent, TaskInfo
+from .base import BlicketInfo, MemoryAgent
 from .heuristics import single_object_trials
 
 __all__ = ["NotearsAgent"]
@@ -33,7 +33,7 @@ class NotearsAgent(MemoryAgent):
         super().__init__(seed)
         self.lambda1, self.w_threshold, self.iters, self.lr = lambda1, w_threshold, iters, lr
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         from dagma.linear import DagmaLinear  # optional dependency: `pip install causalplay[notears]`
 
         super().reset(task, obs)

@@ -29,7 +29,7 @@ from causalplay.core.beliefs import BatchBeliefs
 from causalplay.core.rules import Rule
 from causalplay.core.ties import argmin_tol, snap
 
-from .base import MemoryAgent, TaskInfo
+from .base import BlicketInfo, MemoryAgent
 from .heuristics import _SearchAgent
 
 __all__ = ["PaperRandomAgent", "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent",
@@ -219,7 +219,7 @@ class PaperNaiveAgent(MemoryAgent):
 
     name = "naive"
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         N = task.n_objects
         k = torch.randint(40, 61, (self.B, N), generator=self.gen)
@@ -326,7 +326,7 @@ class PaperNotearsAgent(MemoryAgent):
         super().__init__(seed)
         self.lambda1, self.max_iter, self.h_tol, self.rho_max = lambda1, max_iter, h_tol, rho_max
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.belief = torch.zeros(self.B, task.n_objects, dtype=torch.float64)
 

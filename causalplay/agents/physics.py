@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from causalplay.envs.physics import PhysicsInfo
 from causalplay.envs.physics_sim import W, invalid, simulate
 from causalplay.envs.physics_templates import ACTIONS, TIERS, PhysicsTask, action_set, cached, get_task, to_balls
 from causalplay.models.physics import PhysicsPrior, log_weights, sample_prior, simulate_particles
 
-from .base import Agent, TaskInfo
+from .base import Agent
 
 __all__ = ["PhysicsAgent", "RandomPhysicsAgent", "MemAgent", "MemOAgent", "SsupAgent", "outcomes", "POOL"]
 
@@ -77,8 +78,8 @@ class PhysicsAgent(Agent):
                              f"{setting!r}")
         self.tier, self.setting, self.cache = tier, setting, str(cache)
 
-    def reset(self, task: TaskInfo, obs: dict) -> None:
-        self.task, self.B, self.t, self.m, self.prev = task, len(obs["task"]), 0, TIERS[task.config["tier"]], None
+    def reset(self, task: PhysicsInfo, obs: dict) -> None:
+        self.task, self.B, self.t, self.m, self.prev = task, len(obs["task"]), 0, TIERS[task.tier], None
         self.begin(obs)
 
     def act(self, obs: dict, active: torch.Tensor) -> np.ndarray:

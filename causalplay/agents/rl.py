@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .base import Agent, TaskInfo
+from .base import Agent, BlicketInfo
 
 __all__ = ["RLAgent", "RunInfo", "Policy", "read_run", "load_policy", "load_model", "sb3_class"]
 
@@ -158,7 +158,7 @@ class RLAgent(Agent):
             raise ValueError(f"rl agent: name must be a non-empty string, got {name!r}")
         self.label = name or policy.config.name
 
-    def reset(self, task: TaskInfo, obs) -> None:
+    def reset(self, task: BlicketInfo, obs) -> None:
         if getattr(self, "reads_pixels", False):
             return self._reset_pixels(task, obs)
         from .rl_features import FeatureMap
@@ -173,7 +173,7 @@ class RLAgent(Agent):
                              f"task gives {self.features.size} (another object count or horizon?)")
         self.policy.reset(self.B)
 
-    def _reset_pixels(self, task: TaskInfo, obs: dict) -> None:
+    def _reset_pixels(self, task: BlicketInfo, obs: dict) -> None:
         from .rl_features import PixelHistory, pixel_obs_space
 
         if not isinstance(obs, dict) or "frame" not in obs:

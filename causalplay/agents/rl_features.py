@@ -25,7 +25,7 @@ from torch import nn
 
 from causalplay.envs.task import ObsLayout
 
-from .base import TaskInfo, task_beliefs
+from .base import BlicketInfo, task_beliefs
 
 __all__ = ["to_env_action", "FeatureMap", "HistoryLSTM", "PixelHistory", "pixel_obs_space", "downsample", "POOL"]
 
@@ -62,14 +62,16 @@ class FeatureMap:
         self.belief = bool(belief) or self.tracker
         self.obs_size, self.n_rules = layout.size, len(self.rules)
         if self.belief:  # the space is built once; every call starts from its prior
-            self._space = task_beliefs(TaskInfo(self.N, self.T, 0, self.rules, layout), 1, torch.float64).space
+            info = BlicketInfo(self.N, self.T, 0, self.rules, layout=layout)
+            self._space = task_beliefs(info, 1, torch.float64).space
         self._guesses = None  # tracker state: [B, T] codes of the sets rejected this episode (-1: none)
         self._steps = None  # tracker state: [B] calls since the row's episode started
 
     @classmethod
     def for_task(cls, task, belief: bool = False, tracker: bool = False) -> FeatureMap:
-        """From a :class:`causalplay.envs.task.Task` (or :class:`causalplay.agents.TaskInfo`) in history mode."""
-        layout = getattr(task, "layout", None)
+        """From a Blicket :class:`causalplay.envs.task.Task` (or its :class:`~causalplay.envs.core.BlicketInfo`) in
+        history mode."""
+        layout = task.layout
         if layout is None:
             from causalplay.envs.core import history_layout
 

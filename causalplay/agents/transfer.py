@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .base import TaskInfo
+from .base import BlicketInfo
 from .bayesian import EIGAgent
 
 __all__ = ["TransferEIGAgent"]
@@ -55,7 +55,7 @@ class TransferEIGAgent(EIGAgent):
             raise ValueError(f"concentration must be a finite number > 0, got {concentration!r}")
         self.transfer, self.concentration = transfer, float(concentration)
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         B, R = self.B, self.post.space.n_rules
         self.tt = torch.zeros(B, dtype=torch.long)  # actions taken on each row's current machine

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from causalplay.agents.base import Agent, TaskInfo
+from causalplay.agents.base import Agent
+from causalplay.envs.task import PlayerInfo
 
 __all__ = ["play"]
 
 
-def play(task, agent: Agent, info: TaskInfo | None = None) -> dict[str, np.ndarray]:
+def play(task, agent: Agent, info: PlayerInfo | None = None) -> dict[str, np.ndarray]:
     """Play every row of a batched task (a :class:`causalplay.envs.task.Task`) to its end with one agent.
 
     Parameters
@@ -20,8 +21,9 @@ def play(task, agent: Agent, info: TaskInfo | None = None) -> dict[str, np.ndarr
     agent : Agent
         Batched; ``reset(info, obs)`` then ``act(obs, active)`` until every row is done. An agent whose class sets
         ``uses_oracle = True`` (an expert that knows the ground truth) is handed the task as ``agent.oracle``.
-    info : TaskInfo, optional
-        What the task tells the player (default ``TaskInfo.from_env(task)``).
+    info : PlayerInfo, optional
+        What the task tells the player (default ``task.info()``: a :class:`~causalplay.envs.task.PlayerInfo` or
+        the family's subclass of it).
 
     Returns
     -------
@@ -31,7 +33,12 @@ def play(task, agent: Agent, info: TaskInfo | None = None) -> dict[str, np.ndarr
     obs = task.reset()
     if getattr(agent, "uses_oracle", False):
         agent.oracle = task
-    agent.reset(info if info is not None else TaskInfo.from_env(task), obs)
+    if info is None:
+        if not hasattr(task, "info"):
+            raise TypeError(f"{type(task).__name__} has no info() method: a causalplay.envs.task.Task states what "
+                            "its players are told (info() returns a causalplay.envs.task.PlayerInfo)")
+        info = task.info()
+    agent.reset(info, obs)
     while not bool(task.done.all()):
         obs, *_ = task.step(agent.act(obs, ~task.done))
     return task.record()

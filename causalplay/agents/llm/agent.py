@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..base import Agent, TaskInfo
+from ..base import Agent, BlicketInfo
 
 __all__ = ["LLMAgent"]
 
@@ -93,7 +93,7 @@ class LLMAgent(Agent):
                                  cache=default_cache_dir() if cache == _DEFAULT_CACHE else cache)
 
     # -- episode bookkeeping -----------------------------------------------------------------------------------
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: BlicketInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         rules = task.rules
         if len(rules) != 1:

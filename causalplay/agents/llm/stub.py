@@ -174,7 +174,7 @@ class EIGScript:
         return StubReply(f"dialogue error: {why}", status=400)
 
     def __call__(self, messages: list[dict], body: dict) -> str | StubReply:
-        from causalplay.agents.base import TaskInfo
+        from causalplay.agents.base import BlicketInfo
         from causalplay.agents.bayesian import EIGAgent
         from causalplay.core.rules import make_rule
 
@@ -226,7 +226,7 @@ class EIGScript:
         last_is_trial = messages[-1]["content"] == tpl.trial_text(N)
         # Replay the eig agent (trials are chosen only here, so n_context = T: no EIG at belief questions).
         agent = EIGAgent(seed=0)
-        task = TaskInfo(n_objects=N, horizon=T, n_context=T, rules=(make_rule(rule),))
+        task = BlicketInfo(n_objects=N, horizon=T, n_context=T, rules=(make_rule(rule),))
         obs = torch.zeros(1, N + 4)
         for j, (objs, lit) in enumerate(rounds, start=1):
             obs.zero_()

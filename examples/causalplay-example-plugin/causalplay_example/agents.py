@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from causalplay.agents import Agent, MemoryAgent, TaskInfo
+from causalplay.agents import Agent, MemoryAgent, PlayerInfo
 
 
 class MyAgent(MemoryAgent):
@@ -37,7 +37,7 @@ class HalvingAgent(Agent):
 
     name = "halving"
 
-    def reset(self, task: TaskInfo, obs: torch.Tensor) -> None:
+    def reset(self, task: PlayerInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         self.candidates = torch.ones(self.B, task.n_objects, dtype=torch.bool)
         self.last = torch.zeros(self.B, task.n_objects, dtype=torch.bool)

@@ -16,10 +16,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 from causalplay.envs.families import EnvEntry, TaskFamily
-from causalplay.envs.task import ObsLayout, RewardSpec, as_rows, batch_action
+from causalplay.envs.task import ObsLayout, PlayerInfo, RewardSpec, as_rows, batch_action
 from gymnasium import spaces
-
-from causalplay.core.rules import make_rule
 
 
 class OneBlicketBatch:
@@ -31,8 +29,7 @@ class OneBlicketBatch:
         if not (isinstance(n_objects, int) and n_objects >= 2 and isinstance(budget, int) and budget >= 1):
             raise ValueError(f"need an integer n_objects >= 2 and budget >= 1, got {n_objects!r} and {budget!r}")
         self.B, self.n_objects, self.budget, self.rng = batch_size, n_objects, budget, rng
-        self.n_context, self.horizon = 0, budget + 1
-        self.rules = (make_rule("disjunctive"),)
+        self.horizon = budget + 1
         self.layout = ObsLayout.of(("on", n_objects, 1.0, "objects in the last test"), ("lit", 1, 1.0, "lit"),
                                    ("tests", 1, float(budget), "tests run / budget"))
         self.rewards = RewardSpec(solve_reward=10.0, step_cost=1.0, tol=0.5)
@@ -78,6 +75,11 @@ class OneBlicketBatch:
         self.done |= solved | ended
         reward = torch.where(solved, self.rewards.solve_reward, torch.where(test, -self.rewards.step_cost, 0.0))
         return self.obs.clone(), reward.double(), solved, ended
+
+    def info(self) -> PlayerInfo:
+        """What every player is told: ``N`` objects, ``budget + 1`` steps, the observation's fields and the rewards
+        (nothing of this family beyond what every family tells, so the base type)."""
+        return PlayerInfo(self.n_objects, self.horizon, layout=self.layout, rewards=self.rewards)
 
     def record(self) -> dict[str, np.ndarray]:
         """Per row: ``solved`` (bool), ``tests`` run, ``solved_step`` (1-based step of the right guess; 0: never)."""
