@@ -19,7 +19,7 @@ from ..core.beliefs import BatchBeliefs
 from ..core.codes import code_to_set, codes_to_vectors
 from ..core.spec import HypothesisSpace
 from ..envs.nexiom_core import NexiomBatch
-from ..envs.task import as_rows
+from ..envs.task import PlayerInfo, as_rows
 from ..models.choice import ChoiceModel, LearnerConfig, get_model, step_features
 from ..models.choice.base import rule_prior_table, told_set_prior
 
@@ -117,7 +117,7 @@ class ChoiceModelAgent(Agent):
         self.budget, self.min_tests, self.demonstrations = budget, min_tests, list(demonstrations)
         self.features = features or {}
 
-    def reset(self, task, obs) -> None:
+    def reset(self, task: PlayerInfo, obs: torch.Tensor) -> None:
         super().reset(task, obs)
         B, N, H = self.B, task.n_objects, self.space.n_hypotheses
         self.evidence = BatchBeliefs(self.space, torch.full((B, H), -math.log(H), dtype=self.space.dtype))
