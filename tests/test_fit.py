@@ -272,6 +272,19 @@ def test_svi_nuts_check_compares_the_group_sites_with_a_short_nuts_fit(split):
     assert (abs(d["nuts_check_max_z"]) > 2) == any("NUTS sds" in p for p in d["problems"])
 
 
+def test_nuts_check_runs_at_the_fits_own_seed_for_nuts_and_loaded_fits(split):
+    """nuts_check uses the seed the fit was made with: on a NUTS fit (whose options have no seed) the check repeats
+    the fit draw for draw (z = 0, sd ratio 1), and a loaded SVI fit checks as the fit it was saved from."""
+    data, _ = split
+    small = data.subset(data.ids[:4])
+    opts = NUTSOptions(chains=2, warmup=10, draws=10, workers=1, retry_target_accept=(), progress=False)
+    f = causalplay.fit(small, "random", nuts=opts, seed=3, warn=False)
+    chk = f.nuts_check(opts)
+    assert (chk["z"] == 0).all() and (chk["sd_ratio"] == 1).all()
+    s = causalplay.fit(small, "random", method="svi", svi=SVIOptions(steps=20, draws=20, progress=False), seed=3)
+    pd.testing.assert_frame_equal(load_fit(s.idata, small).nuts_check(opts), s.nuts_check(opts))
+
+
 def test_bad_arguments(split):
     data, _ = split
     with pytest.raises(TypeError, match="TrialData"):

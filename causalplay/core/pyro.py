@@ -28,7 +28,7 @@ from ._futures import POLL_SECONDS
 from .resources import single_thread
 
 __all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
-           "show_progress"]
+           "show_progress", "kernel_state"]
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -301,6 +301,80 @@ def _set_queue(queue) -> None:
     _QUEUE = queue
 
 
+def kernel_state(kernel) -> tuple[float, float]:
+    """The NUTS kernel's running mean acceptance probability and the potential energy at its current draw.
+
+    The one place causalplay reads private state of a Pyro kernel: Pyro 1.9's public API shows the running mean
+    only rounded to three decimals (``kernel.logging()["acc. prob"]``), too coarse to recover each draw's
+    acceptance probability from, and keeps the potential energy of the current draw only in its cache. Everything
+    else :func:`run_nuts` records comes through public API (``hook_fn``, ``kernel.step_size``,
+    ``kernel.diagnostics()``, and counting the calls of the potential it passes in).
+    ``tests/test_pyro.py`` checks both values against public ones (``kernel.logging()`` and the potential
+    recomputed at the draw) at every draw, so an upgrade of Pyro that changes them fails there, not in a fit.
+
+    Returns
+    -------
+    mean_accept_prob : float
+        Mean acceptance probability since the start of the current stage (warm-up, then the kept draws).
+    lp : float
+        Minus the potential energy at the current draw (NaN where the kernel holds none).
+
+    Raises
+    ------
+    RuntimeError
+        Where this version of Pyro's kernel no longer has these attributes.
+    """
+    try:
+        mean, pe = kernel._mean_accept_prob, kernel._potential_energy_last
+    except AttributeError as e:
+        import pyro
+
+        raise RuntimeError(f"pyro {pyro.__version__}: {type(kernel).__name__} has no {e.name}; "
+                           "causalplay.core.pyro.kernel_state reads it for the sampler statistics (see its docstring)"
+                           ) from e
+    return float(mean), float("nan") if pe is None else -float(pe)
+
+
+class _DrawStats:
+    """Per-draw statistics of one chain, recorded by the MCMC ``hook_fn`` (Pyro keeps only running means): the
+    acceptance probability from the running mean's update, the leapfrog steps by counting the calls of the
+    potential (one per leapfrog step while sampling), ``lp``, the step size and the divergent draws. Recording draws
+    no random numbers, so the draws are the same with or without it."""
+
+    def __init__(self, potential: Callable):
+        self.potential = potential
+        self.calls = 0
+        self.mean_acc = 0.0
+        self.rec: dict[str, list] = {"lp": [], "acceptance_rate": [], "step_size": [], "n_steps": []}
+        self.divergences: list[int] = []
+
+    def counted(self, q):
+        self.calls += 1
+        return self.potential(q)
+
+    def record(self, kernel, stage: str, i: int) -> None:
+        if not stage.startswith("Sample"):
+            self.calls = 0
+            return
+        n = i + 1  # Pyro's running mean restarts with the kept draws
+        m, lp = kernel_state(kernel)
+        self.rec["acceptance_rate"].append(n * m - (n - 1) * self.mean_acc)
+        self.mean_acc = m
+        self.rec["lp"].append(lp)
+        self.rec["step_size"].append(float(kernel.step_size))
+        self.rec["n_steps"].append(self.calls)
+        self.calls = 0
+        # the kept draws that diverged: what Pyro yields as the chain's diagnostics after its last draw (read here,
+        # not from MCMC.diagnostics(), which also computes ESS and R-hat by FFT: in a forked worker whose parent ran
+        # an FFT before, that FFT never returns)
+        self.divergences = list(kernel.diagnostics()["divergences"])
+
+    def arrays(self) -> dict:
+        stats = {k: np.asarray(v, dtype=np.int64 if k == "n_steps" else float) for k, v in self.rec.items()}
+        stats["tree_depth"] = np.ceil(np.log2(stats["n_steps"] + 1)).astype(np.int64)
+        return stats
+
+
 def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bars: _ChainBars | None = None) -> dict:
     """One chain: ``setup(chain) -> (potential_fn, initial_params)``, seeded ``seed + 1000 * chain``."""
     from pyro.infer import MCMC, NUTS
@@ -309,36 +383,20 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
     c0 = time.process_time()
     total, last = opts.warmup + opts.draws, [0.0]
 
-    # Per-draw statistics, read from the kernel after each kept draw (Pyro keeps only their running means): the
-    # acceptance probability from the running mean's update, the leapfrog steps by counting base-tree builds. Reading
-    # them draws no random numbers, so the draws are the same with or without.
-    rec = {"lp": [], "acceptance_rate": [], "step_size": [], "n_steps": []}
-    steps, mean_acc = [0], [0.0]
-
-    def record(kernel, stage, i):
-        if not stage.startswith("Sample"):
-            steps[0] = 0
-            return
-        n = i + 1  # Pyro's running mean restarts with the kept draws
-        m = float(kernel._mean_accept_prob)
-        rec["acceptance_rate"].append(n * m - (n - 1) * mean_acc[0])
-        mean_acc[0] = m
-        pe = kernel._potential_energy_last
-        rec["lp"].append(float("nan") if pe is None else -float(pe))
-        rec["step_size"].append(float(kernel.step_size))
-        rec["n_steps"].append(steps[0])
-        steps[0] = 0
-
     def hook(kernel, params, stage, i):
-        record(kernel, stage, i)
+        stats.record(kernel, stage, i)
         if bars is None and _QUEUE is None:
             return
-        done = i + 1 + (opts.warmup if stage.startswith("Sample") else 0)
+        sampling = stage.startswith("Sample")
+        done = i + 1 + (opts.warmup if sampling else 0)
         now = time.monotonic()
         if done < total and now - last[0] < 0.5:
             return
         last[0] = now
-        info = f"step {float(kernel.step_size):.2g}, {len(kernel._divergences)} divergent"
+        # Pyro records divergences of the kept draws only (none in warm-up); kernel.diagnostics() divides by the
+        # kept draws so far, so it is read only once there are some
+        n_div = len(kernel.diagnostics()["divergences"]) if sampling else 0
+        info = f"step {float(kernel.step_size):.2g}, {n_div} divergent"
         if bars is not None:
             bars.update(chain, done, info)
         elif _QUEUE is not None:
@@ -346,27 +404,20 @@ def _chain(setup: Callable, opts: NUTSOptions, seed: int | None, chain: int, bar
 
     with single_thread(opts.threads):
         potential, q0 = setup(chain)
+        stats = _DrawStats(potential)
         if seed is not None:
             set_rng_seed(seed + 1000 * chain)
-        kernel = NUTS(potential_fn=potential, target_accept_prob=opts.target_accept,
+        kernel = NUTS(potential_fn=stats.counted, target_accept_prob=opts.target_accept,
                       max_tree_depth=opts.max_tree_depth, full_mass=opts.dense_mass)
-        base_tree = kernel._build_basetree
-
-        def counted(*args, **kw):
-            steps[0] += 1
-            return base_tree(*args, **kw)
-
-        kernel._build_basetree = counted
         mcmc = MCMC(kernel, num_samples=opts.draws, warmup_steps=opts.warmup, num_chains=1, initial_params=q0,
                     disable_progbar=True, hook_fn=hook)
         mcmc.run()
     smp = {k: v.detach() for k, v in mcmc.get_samples().items()}
     div = np.zeros(opts.draws, dtype=bool)
-    div[np.asarray(mcmc.diagnostics().get("divergences", {}).get("chain 0", []), dtype=int)] = True
+    div[np.asarray(stats.divergences, dtype=int)] = True
     step = float(kernel.step_size) if hasattr(kernel, "step_size") else float("nan")
-    stats = {k: np.asarray(v, dtype=np.int64 if k == "n_steps" else float) for k, v in rec.items()}
-    stats["tree_depth"] = np.ceil(np.log2(stats["n_steps"] + 1)).astype(np.int64)
-    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step, "stats": stats}
+    return {"samples": smp, "diverging": div, "cpu": time.process_time() - c0, "step_size": step,
+            "stats": stats.arrays()}
 
 
 def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, desc: str = "NUTS") -> NUTSRun:

@@ -376,7 +376,8 @@ class Fit:
         nuts = nuts or NUTSOptions(chains=2, warmup=200, draws=200, retry_target_accept=(),
                                    progress=self.options.progress)
         ref = fit(self.data, self.model, hierarchical=self.hierarchical, method="nuts", nuts=nuts,
-                  judgements=self.judgements, learner=self.learner, seed=self.options.seed or 0, warn=False)
+                  judgements=self.judgements, learner=self.learner, seed=self.extra.get("seed", 0),
+                  warn=False)
         a, b = self.flat_raw(), ref.flat_raw()
         rows = {k: {"svi_mean": float(a[k].mean()), "svi_sd": float(a[k].std()), "nuts_mean": float(b[k].mean()),
                     "nuts_sd": float(b[k].std())} for k in self.par.group_sites()}
