@@ -12,16 +12,19 @@ from causalplay.core.rules import Rule, make_rule
 from .sampling import OBJECT_POOL
 from .task import _numpy_obs, validate_action
 
-__all__: list[str] = []
+__all__ = ["SingleEnv", "noisy_rules", "unit_box"]  # for the envs of this package
 
 
-def _rules(rule: str | Rule, noise: float) -> tuple[Rule, ...]:
+def noisy_rules(rule: str | Rule, noise: float) -> tuple[Rule, ...]:
+    """``(rule,)`` with response noise ``noise`` (a rule name or a Rule)."""
     if isinstance(rule, Rule):
         return (rule,) if noise == 0 else (dataclasses.replace(rule, noise=noise),)
     return (make_rule(rule, noise),)
 
 
-class _Single(gym.Env):
+class SingleEnv(gym.Env):
+    """A gymnasium env that runs its batched task (``_make_batch``) with ``B = 1``."""
+
     metadata = {"render_modes": []}
     _batch = None  # the batched task, made on the first reset
 
@@ -61,5 +64,6 @@ class _Single(gym.Env):
         return {"blickets": b.blickets[0].numpy().copy(), "rule": b.rules[int(b.rule_idx[0])].name}
 
 
-def _box(shape, low: float = 0.0, high: float = 1.0) -> gym.spaces.Box:
+def unit_box(shape, low: float = 0.0, high: float = 1.0) -> gym.spaces.Box:
+    """A float32 Box of ``shape`` in ``[low, high]``."""
     return gym.spaces.Box(low, high, shape, np.float32)

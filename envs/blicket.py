@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from causalplay.core.rules import Rule
 
-from ._single import _box, _rules, _Single
+from ._single import SingleEnv, noisy_rules, unit_box
 from .core import OBS_MODES, BlicketBatch, TaskConfig
 from .task import _numpy_obs
 
@@ -28,13 +28,13 @@ EST_ACRE = dataclasses.replace(EST, name="EST-ACRE", context="acre")
 def observation_space(config: TaskConfig, obs_mode: str) -> spaces.Space:
     """The single-episode observation space of ``config`` in ``obs_mode`` (see :mod:`causalplay.envs.core`)."""
     N, T = config.n_objects, config.horizon
-    panel = _box((N + 4,))
+    panel = unit_box((N + 4,))
     if obs_mode == "panel":
         return panel
     if obs_mode == "history":
-        return _box((2 + T * (N + 1) + N,))
+        return unit_box((2 + T * (N + 1) + N,))
     if obs_mode == "dict":
-        return spaces.Dict({"panel": panel, "history": _box((T, N + 1)), "last_belief": _box((N,))})
+        return spaces.Dict({"panel": panel, "history": unit_box((T, N + 1)), "last_belief": unit_box((N,))})
     raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
 
 
@@ -43,7 +43,7 @@ def configure(config: TaskConfig, rule: str | Rule | None = None, noise: float =
     """``config`` with the keyword overrides of the registered ids (``rule``, ``noise``, ``n_blickets``)."""
     if rule is not None or noise:
         base = rule if rule is not None else config.rules[0]
-        config = dataclasses.replace(config, rules=_rules(base, noise))
+        config = dataclasses.replace(config, rules=noisy_rules(base, noise))
     if n_blickets is not None:
         if isinstance(n_blickets, int) and not isinstance(n_blickets, bool):
             n_blickets = (n_blickets,)  # one allowed count
@@ -59,7 +59,7 @@ def configure(config: TaskConfig, rule: str | Rule | None = None, noise: float =
     return config
 
 
-class BlicketEnv(_Single):
+class BlicketEnv(SingleEnv):
     """A symbolic Blicket task (IVRE / EST and their conjunctive / noisy variants).
 
     ## Description
@@ -129,7 +129,7 @@ class BlicketEnv(_Single):
         self.n_objects = N = config.n_objects
         self.obs_mode = obs_mode
         self.observation_space = observation_space(config, obs_mode)
-        self.action_space = _box((2 * N,))
+        self.action_space = unit_box((2 * N,))
 
     def _make_batch(self) -> BlicketBatch:
         return BlicketBatch(self.config, 1, self.np_random, obs_mode=self.obs_mode)

@@ -34,7 +34,7 @@ import torch
 from causalplay.core.rules import Rule
 
 from .machine import ORACLE_DTYPE, Oracle, machine_lit, oracle_space
-from .reward import _ivre_jsd, ivre_jsd, jsd
+from .reward import ivre_jsd, jsd
 from .sampling import ACRE_TYPES, OBJECT_POOL, Episodes, TaskConfig, acre_types, sample_episodes
 from .task import (
     ObsLayout,
@@ -286,7 +286,7 @@ class BlicketBatch(ConfigTask):
         oracle = self._oracle.marginals()
         x["last_oracle"][:] = oracle
         rw = cfg.rewards
-        reward = np.where(solved, cfg.solve_reward, -cfg.step_cost - _ivre_jsd(oracle, belief, rw.slots, rw.eps))
+        reward = np.where(solved, cfg.solve_reward, -cfg.step_cost - ivre_jsd(oracle, belief, rw.slots, rw.eps))
         reward[~active] = 0.0
         x["returns"] += reward
         x["context_returns"] += np.where(t <= cfg.n_context, reward, 0.0)

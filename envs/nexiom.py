@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from ._single import _Single
+from ._single import SingleEnv
 from .nexiom_core import NexiomBatch
 
 __all__ = ["NexiomEnv"]
 
 
-class NexiomEnv(_Single):
+class NexiomEnv(SingleEnv):
     """The Nexiom human task (``causalplay/data/nexiom``): free exploration with a stop-and-answer action.
 
     ## Description

@@ -19,8 +19,8 @@ import torch
 
 from causalplay.core.rules import make_rule
 
-from ._single import _box, _Single
-from .core import BlicketBatch, _ConfigTask
+from ._single import SingleEnv, unit_box
+from .core import BlicketBatch, ConfigTask
 from .sampling import Episodes, TaskConfig
 from .task import ObsLayout, _numpy_obs, _reset_rows, batch_action
 
@@ -47,8 +47,12 @@ class _Machines(BlicketBatch):
             ep.rule_idx = self.seq_rule[rows].copy()
         return ep
 
+    def hold(self, rows: np.ndarray) -> None:
+        """Mark ``rows`` (a bool mask or indices) done, so a step leaves them as they are (their sequence ended)."""
+        self._np["done"][rows] = True
 
-class OverhypothesisBatch(_ConfigTask):
+
+class OverhypothesisBatch(ConfigTask):
     """``B`` sequences of ``K`` Blicket machines sharing a rule (a :class:`~causalplay.envs.task.Task`).
 
     Parameters
@@ -147,8 +151,8 @@ class OverhypothesisBatch(_ConfigTask):
     def _note_machine(self, idx: np.ndarray) -> None:
         x, m = self._np, self.machines
         e = x["episode"][idx]
-        x["rule"][idx, e] = m._np["rule_idx"][idx]
-        x["n_blickets_k"][idx, e] = m._np["n_blickets"][idx]
+        x["rule"][idx, e] = m.rule_idx.numpy()[idx]  # the engine's public tensors share its numpy state
+        x["n_blickets_k"][idx, e] = m.n_blickets.numpy()[idx]
 
     def observation(self) -> torch.Tensor:
         inner = self.machines.observation()
@@ -163,16 +167,16 @@ class OverhypothesisBatch(_ConfigTask):
         a = batch_action(action, self.action_size, self.B, check)
         x, m = self._np, self.machines
         active = ~x["done"]
-        m._np["done"][~active] = True  # ended sequences: the machine ignores the row
+        m.hold(~active)  # ended sequences: the machine ignores the row
         _, reward, solved, trunc = m.step(a, check=False)
         solved, trunc = solved.numpy(), trunc.numpy()
         ended = active & (solved | trunc)
         rows = np.flatnonzero(ended)
         if len(rows):
             e = x["episode"][rows]
-            x["solved_step"][rows, e] = m._np["solved_at"][rows]
-            x["episode_reward"][rows, e] = m._np["returns"][rows]
-            x["context_reward"][rows, e] = m._np["context_returns"][rows]
+            x["solved_step"][rows, e] = m.solved_at.numpy()[rows]
+            x["episode_reward"][rows, e] = m.returns.numpy()[rows]
+            x["context_reward"][rows, e] = m.context_returns.numpy()[rows]
         last = ended & (x["episode"] == self.K - 1)
         more = np.flatnonzero(ended & ~last)
         if len(more):
@@ -197,7 +201,7 @@ class OverhypothesisBatch(_ConfigTask):
                 "rule": x["rule"].copy(), "n_blickets": x["n_blickets_k"].copy()}
 
 
-class OverhypothesisEnv(_Single):
+class OverhypothesisEnv(SingleEnv):
     """A sequence of ``K`` Blicket machines that share a rule (``causalplay/Overhypothesis-v0``).
 
     ## Description
@@ -250,8 +254,8 @@ class OverhypothesisEnv(_Single):
         self.kw = dict(n_episodes=n_episodes, rule_per=rule_per, noise=noise, obs_mode=obs_mode)
         probe = OverhypothesisBatch(self.config, 1, np.random.default_rng(0), **self.kw)
         self.n_objects = N = self.config.n_objects
-        self.observation_space = _box((probe.obs_size,))
-        self.action_space = _box((2 * N,))
+        self.observation_space = unit_box((probe.obs_size,))
+        self.action_space = unit_box((2 * N,))
 
     def _make_batch(self) -> OverhypothesisBatch:
         return OverhypothesisBatch(self.config, 1, self.np_random, **self.kw)

@@ -83,7 +83,7 @@ def single_object_trials(preferred: torch.Tensor, gen: torch.Generator) -> torch
     return torch.nn.functional.one_hot(pick, N).double()
 
 
-class _SearchAgent(MemoryAgent):
+class SearchAgent(MemoryAgent):
     """Belief = the fraction of all blicket assignments consistent with the panels (knows the task's rules,
     ignores the count): the posterior marginal under a uniform prior over all ``2^N`` sets (core engine)."""
 
@@ -102,8 +102,8 @@ class _SearchAgent(MemoryAgent):
         return torch.round(self.post.marginals() * 1e9) / 1e9
 
 
-class SearchRandomAgent(_SearchAgent):
-    """Search belief (see :class:`_SearchAgent`) with random trials (each object with probability 1/2)."""
+class SearchRandomAgent(SearchAgent):
+    """Search belief (see :class:`SearchAgent`) with random trials (each object with probability 1/2)."""
 
     name = "search-random-exact"
 
@@ -113,7 +113,7 @@ class SearchRandomAgent(_SearchAgent):
         return torch.cat([trial, m], 1)
 
 
-class SearchNaiveAgent(_SearchAgent):
+class SearchNaiveAgent(SearchAgent):
     """Search belief with single-object trials on the most uncertain object (marginal closest to 1/2; ties
     broken at random)."""
 

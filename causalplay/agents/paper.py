@@ -30,7 +30,7 @@ from causalplay.core.rules import Rule
 from causalplay.core.ties import argmin_tol, snap
 
 from .base import BlicketInfo, MemoryAgent
-from .heuristics import _SearchAgent
+from .heuristics import SearchAgent
 
 __all__ = ["PaperRandomAgent", "PaperBayesAgent", "PaperNaiveAgent", "PaperSearchRandomAgent",
            "PaperSearchNaiveAgent", "PaperNotearsAgent", "as_public_belief", "search_frequency",
@@ -245,7 +245,7 @@ class PaperNaiveAgent(MemoryAgent):
         return torch.cat([trial, b], 1)
 
 
-class _PaperSearchAgent(_SearchAgent):
+class _PaperSearchAgent(SearchAgent):
     def __init__(self, seed: int = 0, eps: float = EPS):
         super().__init__(seed)
         if not 0.0 <= eps < 1e-3:

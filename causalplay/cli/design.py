@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from .config import usage_errors
-from .fit import _FOLDER, _models
+from .fit import EXISTING_FOLDER, parse_models
 
 __all__ = ["design_cmd"]
 
@@ -27,7 +27,8 @@ def _ints(value: str, option: str) -> list[int]:
 
 def design_cmd(
     data: Annotated[Path | None, typer.Option(help="Folder with participants.csv and tests.csv to fit the models "
-                                                   "to (default: the shipped Nexiom people).", **_FOLDER)] = None,
+                                                   "to (default: the shipped Nexiom people).",
+                                              **EXISTING_FOLDER)] = None,
     models: Annotated[str, typer.Option(help="Comma-separated choice models to tell apart.")
                       ] = "positive,random,eig_sweep,eig_sweep_single",
     objects: Annotated[int, typer.Option(min=1, max=8, help="Objects in every candidate design.")] = 4,
@@ -47,7 +48,7 @@ def design_cmd(
 ) -> None:
     """Rank candidate designs by utility: the mutual information (nats) between which fitted model generated a
     participant and that participant's first K choices."""
-    names = _models(models)
+    names = parse_models(models)
     if told not in ("no", "yes", "both"):
         raise typer.BadParameter(f"must be no, yes or both, got {told!r}", param_hint="--told")
     counts = _ints(blickets, "--blickets")

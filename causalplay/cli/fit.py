@@ -15,11 +15,12 @@ from .config import usage_errors
 
 __all__ = ["check_data_cmd", "fit_cmd", "fit_cv_cmd", "fit_recovery_cmd", "fit_ppc_cmd"]
 
-_FOLDER = {"exists": True, "file_okay": False, "dir_okay": True, "resolve_path": True}
+#: typer options of a folder argument that must exist (``causalplay fit``, ``check-data`` and ``design`` use them)
+EXISTING_FOLDER = {"exists": True, "file_okay": False, "dir_okay": True, "resolve_path": True}
 
 
 def check_data_cmd(
-    folder: Annotated[Path, typer.Argument(help="Folder with participants.csv and tests.csv.", **_FOLDER)],
+    folder: Annotated[Path, typer.Argument(help="Folder with participants.csv and tests.csv.", **EXISTING_FOLDER)],
     n_objects: Annotated[int | None, typer.Option(min=1, help="Objects per trial, if participants.csv has no "
                                                               "n_objects column.")] = None,
 ) -> None:
@@ -31,9 +32,9 @@ def check_data_cmd(
     raise typer.Exit(0 if summary.ok else 1)
 
 
-def _models(value: str) -> list[str]:
-    """Comma-separated choice models; commas inside quotes or brackets (``shared=['a','b']``, ``+shared(a,b)``)
-    belong to the spec."""
+def parse_models(value: str) -> list[str]:
+    """The choice models of a ``--models`` option (``causalplay fit`` and ``design``): comma-separated; commas
+    inside quotes or brackets (``shared=['a','b']``, ``+shared(a,b)``) belong to the spec."""
     from causalplay.core.specs import split_specs
     from causalplay.models.choice import get_model
 
@@ -50,7 +51,7 @@ def _models(value: str) -> list[str]:
 
 
 def fit_cmd(
-    data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv.", **_FOLDER)],
+    data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv.", **EXISTING_FOLDER)],
     models: Annotated[str, typer.Option(help="Comma-separated choice models (causalplay.models.choice; "
                                              "modifiers such as eig_sweep+shared(gamma,stop_a) too).")
                       ] = "eig_sweep_single,eig_sweep,random",
@@ -74,7 +75,7 @@ def fit_cmd(
         raise typer.BadParameter(f"must be svi or nuts, got {method!r}", param_hint="--method")
     if judgement not in (None, "sample", "softmax"):
         raise typer.BadParameter(f"must be sample or softmax, got {judgement!r}", param_hint="--judgement")
-    names = _models(models)
+    names = parse_models(models)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,7 +137,7 @@ _MODELS_HELP = "Comma-separated choice models (modifiers such as eig_sweep+share
 
 
 def fit_cv_cmd(
-    data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv.", **_FOLDER)],
+    data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv.", **EXISTING_FOLDER)],
     models: Annotated[str, typer.Option(help=_MODELS_HELP)] = "eig_sweep_single,eig_sweep,random",
     folds: Annotated[int, typer.Option(min=2, help="Folds: every participant is held out once.")] = 4,
     out: Annotated[Path, typer.Option(help="Folder for crossval.csv and crossval_participants.csv.")
@@ -152,7 +153,7 @@ def fit_cv_cmd(
     participant held out once; held-out nats per choice with paired SEs over all participants."""
     if judgement not in (None, "sample", "softmax"):
         raise typer.BadParameter(f"must be sample or softmax, got {judgement!r}", param_hint="--judgement")
-    names = _models(models)
+    names = parse_models(models)
     from causalplay.fitting import SVIOptions
     from causalplay.fitting.workflows import crossval, participants_problem
 
@@ -170,7 +171,7 @@ def fit_cv_cmd(
 
 def fit_recovery_cmd(
     data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv (the people whose "
-                                            "fitted populations and worlds the simulations use).", **_FOLDER)],
+                                            "fitted populations and worlds the simulations use).", **EXISTING_FOLDER)],
     models: Annotated[str, typer.Option(help=_MODELS_HELP + " Simplest first: the one-SE rule breaks ties in this "
                                              "order.")] = "random,eig_sweep,eig_sweep_single",
     datasets: Annotated[int, typer.Option(min=1, help="Simulated data sets per generating model.")] = 2,
@@ -191,7 +192,7 @@ def fit_recovery_cmd(
     every model is fitted to each; the confusion tables count which model each data set picked."""
     if judgement not in (None, "sample", "softmax"):
         raise typer.BadParameter(f"must be sample or softmax, got {judgement!r}", param_hint="--judgement")
-    names = _models(models)
+    names = parse_models(models)
     from causalplay.fitting import SVIOptions
     from causalplay.fitting.workflows import model_recovery, participants_problem
 
@@ -216,7 +217,7 @@ def fit_recovery_cmd(
 def fit_ppc_cmd(
     fit: Annotated[Path, typer.Option("--fit", help="A saved fit: fits/<model>.nc of causalplay fit, or "
                                                     "Fit.idata.to_netcdf(path).", exists=True, dir_okay=False)],
-    data: Annotated[Path, typer.Option(help="The folder the fit was fitted to.", **_FOLDER)],
+    data: Annotated[Path, typer.Option(help="The folder the fit was fitted to.", **EXISTING_FOLDER)],
     replicas: Annotated[int, typer.Option(min=1, help="Simulated replicas of every participant.")] = 40,
     out: Annotated[Path | None, typer.Option(help="CSV file for the table (default: print only).")] = None,
     held_out: Annotated[float, typer.Option(min=0.0, max=0.9, help="The --held-out share the fit was made with "

@@ -147,6 +147,19 @@ def eig_bits(space: HypothesisSpace, log_w: torch.Tensor, candidates: torch.Tens
     return out
 
 
+#: entries of the all-trials predictive table the one-history fast path keeps (HypothesisSpace.predictive's default)
+_JOINT_MAX_ENTRIES = 2**24
+
+
+def _joint_table(space: HypothesisSpace, const: torch.Tensor) -> tuple[torch.Tensor, np.ndarray] | None:
+    """The transposed predictive table of every trial and the rules' constant entropies, or None when the table
+    is over :data:`_JOINT_MAX_ENTRIES` (kept on the space by :func:`eig_one_joint`, so built once)."""
+    P = space.predictive(space.all_trials(), max_entries=_JOINT_MAX_ENTRIES)
+    if P.numel() > _JOINT_MAX_ENTRIES:
+        return None
+    return P.T.contiguous(), const.cpu().numpy()
+
+
 def eig_one_joint(space: HypothesisSpace, log_w: torch.Tensor) -> np.ndarray | None:
     """Joint EIG in bits of all ``2**N - 1`` trials for ONE history (``log_w [H]``), or None when this fast
     path does not apply (a rule that is not a threshold, or N > 10).
@@ -159,12 +172,9 @@ def eig_one_joint(space: HypothesisSpace, log_w: torch.Tensor) -> np.ndarray | N
     const = _const_entropy(space)
     if const is None or space.n_objects > 10:  # from N = 11 the general path's subset-sum transform is cheaper
         return None
-    cached = space._cache.get("eig_one_joint")
-    if cached is None:
-        P = space.predictive(space.all_trials())
-        if space._cache.get(("lit_prob", "all")) is not P:  # too large to cache: the general path chunks
-            return None
-        cached = space._cache["eig_one_joint"] = (P.T.contiguous(), const.cpu().numpy())
+    cached = space.cached("eig_one_joint", lambda: _joint_table(space, const))
+    if cached is None:  # too large to keep: the general path chunks
+        return None
     Pt, const_np = cached
     if Pt.device.type == "cpu":  # numpy: a small array operation costs a fraction of a torch dispatch
         w = np.exp(log_w.detach().numpy())

@@ -183,7 +183,7 @@ class History:
         return [(tuple(np.flatnonzero(t).tolist()), bool(lt)) for t, lt in zip(self.trials, self.lit, strict=True)]
 
 
-class _BatchShape:
+class BatchShape:
     """``batch_size`` (first axis), ``n_objects`` (last axis) and :meth:`to`, shared by the padded batches
     :class:`HistoryBatch` ``[B, T, N]`` and :class:`causalplay.core.overhypothesis.SequenceBatch` ``[B, K, T, N]``
     (frozen dataclasses with ``trials``, ``lit`` and ``mask``)."""
@@ -207,7 +207,7 @@ class _BatchShape:
 
 
 @dataclass(frozen=True)
-class HistoryBatch(_BatchShape):
+class HistoryBatch(BatchShape):
     """``B`` histories padded to a common length ``T``.
 
     Attributes

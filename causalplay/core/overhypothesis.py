@@ -41,7 +41,7 @@ import pandas as pd
 import torch
 
 from .checks import choice, float_dtype, integer, real
-from .history import History, _BatchShape, check_frame, histories_from_frame
+from .history import BatchShape, History, check_frame, histories_from_frame
 from .priors import SigmoidPrior
 from .resources import single_thread
 from .rules import Rule, Sigmoid, apply_log_noise, make_rules
@@ -56,7 +56,7 @@ METHODS = ("auto", "exact", "nuts", "svi")
 
 # -- data ----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SequenceBatch(_BatchShape):
+class SequenceBatch(BatchShape):
     """``B`` learners' sequences of ``K`` episodes, padded: ``trials [B, K, T, N]`` (0/1 float), ``lit [B, K, T]``,
     ``mask [B, K, T]`` bool (False on padding; an all-False episode is absent and contributes nothing).
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .template import _WORDS as _NUMBER_WORDS
+from .template import NUMBER_WORDS
 
 __all__ = ["ParsedAnswer", "parse_objects"]
 
-_WORD_NUM = {w: i for i, w in enumerate(_NUMBER_WORDS)}
-_WORDS = "|".join(sorted(_WORD_NUM, key=len, reverse=True))
+#: number word -> its value (``"nine" -> 9``), the words the dialogue template writes
+WORD_NUMBERS = {w: i for i, w in enumerate(NUMBER_WORDS)}
+_WORDS = "|".join(sorted(WORD_NUMBERS, key=len, reverse=True))
 _NUM = rf"(?:\d+|{_WORDS})"
 _RANGE = re.compile(rf"\b({_NUM})\s*(?:-|–|—|\bto\b|\bthrough\b)\s*({_NUM})\b", re.I)
 _DIGITS = re.compile(r"\b\d+\b")
@@ -45,7 +46,7 @@ class ParsedAnswer:
 
 def _num(token: str) -> int:
     t = token.lower()
-    return _WORD_NUM[t] if t in _WORD_NUM else int(t)
+    return WORD_NUMBERS[t] if t in WORD_NUMBERS else int(t)
 
 
 def parse_objects(text: str | None, n_objects: int, primers: tuple[str, ...] = (),

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 
-from .parse import _WORD_NUM
+from .parse import WORD_NUMBERS
 from .template import IVRE_COUNT, render_set
 
 __all__ = ["StubServer", "StubReply", "EIGScript", "garbage_model", "Flaky", "approx_tokens", "GARBAGE_ANSWERS",
@@ -187,7 +187,7 @@ class EIGScript:
         c = re.search(r"Exactly (\w+) of the objects", opening)
         if not (m and T and c):
             return self._error("the opening does not state objects, rounds and the count")
-        N, T, count = _WORD_NUM[m.group(1)], _WORD_NUM[T.group(1)], _WORD_NUM[c.group(1)]
+        N, T, count = WORD_NUMBERS[m.group(1)], WORD_NUMBERS[T.group(1)], WORD_NUMBERS[c.group(1)]
         rule = "conjunctive" if "at least two objects with that property" in opening else "disjunctive"
         # Read the rounds back: [wrong] round, answer, [trial question, answer] ...
         rounds, answers, i, k = [], [], 1, 0

@@ -47,13 +47,14 @@ from dataclasses import dataclass, field
 __all__ = ["DialogueTemplate", "TEMPLATES", "get_template", "number_word", "render_objects", "render_set",
            "format_transcript"]
 
-_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+#: the words the paper writes small counts in, ``NUMBER_WORDS[n]`` for ``n`` in 0..20
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
 
 
 def number_word(n: int) -> str:
     """``9 -> "nine"`` for 0..20, digits above (the paper writes small counts as words)."""
-    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
 
 
 def render_objects(objects: Sequence[int]) -> str:
