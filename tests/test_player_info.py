@@ -118,3 +118,23 @@ def test_the_pixel_batch_tells_the_symbolic_info_without_its_flat_layout():
     info = PixelBatch(sym, shared_renderer()).info()
     assert info == dataclasses.replace(sym.info(), layout=None)
     assert info.obs_layout == panel_layout(9, 10)  # what the Blicket agents read when they parse a panel
+
+
+def test_the_blicket_scorer_reads_the_context_panels_from_the_tasks_info():
+    from causalplay.bench.blicket import BlicketFamily
+
+    fam = BlicketFamily()
+    fam.check_env("causalplay/IVRE-v0")  # 4 context panels
+    with pytest.raises(ValueError, match="Nexiom-v0 has no context/trial structure"):
+        fam.check_env("causalplay/Nexiom-v0")  # a Blicket-shaped world without context panels
+    with pytest.raises(ValueError, match="CausalDAG-v1 has no context/trial structure"):
+        fam.check_env("causalplay/CausalDAG-v1")  # not a Blicket world at all
+
+
+def test_rl_training_takes_the_blicket_familys_ids_and_refuses_nexiom():
+    pytest.importorskip("stable_baselines3")
+    from causalplay.rl.train import TrainConfig
+
+    assert TrainConfig(agent="ppo", out="x", env="causalplay/EST-v1").preset == "paper"  # a symbolic Blicket id
+    with pytest.raises(ValueError, match="unknown or unsupported environment id 'causalplay/Nexiom-v0'"):
+        TrainConfig(agent="ppo", out="x", env="causalplay/Nexiom-v0")

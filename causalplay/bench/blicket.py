@@ -12,6 +12,7 @@ import pandas as pd
 from causalplay.agents import make_agent
 from causalplay.core.metrics import assign_split, auccess, auccess_weights, mean_ci
 from causalplay.envs import make_batch
+from causalplay.envs.core import BlicketInfo
 from causalplay.envs.pixels import PIXEL_IDS
 
 from .family import Family, build_agent
@@ -59,8 +60,8 @@ class BlicketFamily(Family):
         check_pairing(env_id, agent, env_id in PIXEL_IDS)
 
     def check_env(self, env_id: str, env_kwargs: dict | None = None) -> None:
-        b = make_batch(env_id, 1, seed=0, **(env_kwargs or {}))
-        if b.n_context == 0 or not hasattr(b, "config"):
+        info = make_batch(env_id, 1, seed=0, **(env_kwargs or {})).info()
+        if not isinstance(info, BlicketInfo) or info.n_context == 0:
             raise ValueError(f"{env_id} has no context/trial structure the Blicket scorer reads")
 
     def episodes(self, env_id, agent, n, seed, shard=0, start=0, env_kwargs=None, agent_kwargs=None):

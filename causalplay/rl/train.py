@@ -42,7 +42,8 @@ from causalplay.agents.rl import Policy, RLAgent, RunInfo, load_model, read_run,
 from causalplay.agents.rl_features import HistoryLSTM
 from causalplay.bench.play import play
 from causalplay.bench.plots import figure_axes
-from causalplay.envs import ENV_IDS, SEQUENCE_IDS, make_batch
+from causalplay.envs import SEQUENCE_IDS, make_batch
+from causalplay.envs.families import BLICKET
 from causalplay.envs.pixels import PIXEL_IDS
 
 from .envs import PixelRLVecEnv, make_train_env
@@ -160,7 +161,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.agent not in ALGOS:
             raise ValueError(f"unknown agent {self.agent!r}; expected one of {list(ALGOS)}")
-        symbolic = [e for e in ENV_IDS if "Nexiom" not in e]
+        symbolic = [e for e in BLICKET.ids if e not in PIXEL_IDS]  # the Blicket family's symbolic ids
         ok = symbolic + list(PIXEL_IDS) + list(SEQUENCE_IDS)
         if self.env not in ok:
             raise ValueError(f"unknown or unsupported environment id {self.env!r}; expected a Blicket, pixel or "

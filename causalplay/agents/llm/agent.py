@@ -100,7 +100,7 @@ class LLMAgent(Agent):
             raise ValueError(f"the llm agent's dialogue states one rule; this task mixes {len(rules)} "
                              f"({[r.name for r in rules]})")
         self.rule = rules[0].name
-        counts = getattr(task, "n_blickets", ()) or ()
+        counts = task.n_blickets
         self.max_count = self.max_blickets if self.max_blickets is not None else (max(counts) if counts else None)
         if self.max_count is None:
             raise ValueError("the task does not say how many blickets it may have; pass max_blickets= to the "
