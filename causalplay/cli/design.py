@@ -45,10 +45,27 @@ def design_cmd(
     n_objects: Annotated[int | None, typer.Option(min=1, help="Objects per trial of --data, if participants.csv "
                                                               "has no n_objects column.")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the fits and of the population draws.")] = 0,
+    simulate: Annotated[bool, typer.Option("--simulate", help="Also simulate whole studies of each model under "
+                                                             "the data's own designs and under sequential ADO among "
+                                                             "the candidates, and report model recovery against "
+                                                             "participants (recovery.csv, recovery.png).")] = False,
+    studies: Annotated[int, typer.Option(min=1, help="--simulate: studies per generating model and arm.")] = 20,
+    participants: Annotated[int, typer.Option(min=1, help="--simulate: participants per fixed-design study.")] = 120,
+    ado_participants: Annotated[int, typer.Option(min=1, help="--simulate: participants per ADO study.")] = 40,
+    executor: Annotated[str, typer.Option(help="--simulate: where the studies run: serial, process, ray or dask.")
+                        ] = "serial",
+    workers: Annotated[int | None, typer.Option(min=1, help="--simulate: worker processes.")] = None,
+    address: Annotated[str | None, typer.Option(help="--simulate: Ray or Dask cluster address.")] = None,
 ) -> None:
     """Rank candidate designs by utility: the mutual information (nats) between which fitted model generated a
-    participant and that participant's first K choices."""
+    participant and that participant's first K choices. With --simulate, also simulate studies under the fixed design
+    and under sequential adaptive design, and report how often each recovers its generating model."""
     names = parse_models(models)
+    if simulate:
+        from causalplay.bench.executors import check_executor
+
+        with usage_errors("--executor/--workers/--address"):
+            check_executor(executor, workers, address)
     if told not in ("no", "yes", "both"):
         raise typer.BadParameter(f"must be no, yes or both, got {told!r}", param_hint="--told")
     counts = _ints(blickets, "--blickets")
@@ -91,3 +108,33 @@ def design_cmd(
                f"({u.method}{', with its standard error' if u.method == 'mc' else ''})")
     typer.echo(head.to_string(float_format=lambda x: f"{x:.4f}"))
     typer.echo(f"wrote {out / 'designs.csv'} and {out / 'designs.png'}")
+    if simulate:
+        _simulate(fits, people, space, out, studies, participants, ado_participants, draws, choices, seed, executor,
+                  workers, address)
+
+
+def _simulate(fits, people, space, out: Path, studies: int, participants: int, ado_participants: int, draws: int,
+              choices: int, seed: int, executor: str, workers: int | None, address: str | None) -> None:
+    """``--simulate``: :func:`causalplay.design.studies.simulate_studies` with the data's designs as the fixed one."""
+    import logging
+
+    from causalplay.bench.executors import make_executor
+    from causalplay.design import designs_of
+    from causalplay.design.studies import simulate_studies
+
+    if space[0].n_objects != people.n_objects:
+        raise typer.BadParameter(f"--simulate draws participants from models fitted to {people.n_objects}-object "
+                                 f"data; the candidates have {space[0].n_objects}", param_hint="--objects")
+    fixed = list(designs_of(people).values())
+    logging.getLogger("causalplay.design.studies").setLevel(logging.INFO)
+    with make_executor(executor, workers, address) as ex:
+        sim = simulate_studies(fits, fixed, space, participants_fixed=participants, participants_ado=ado_participants,
+                               studies=studies, draws=draws, choices=choices, seed=seed, out=out,
+                               executor=None if executor == "serial" else ex)
+    c = sim.curve[sim.curve["true"] == "all"]
+    c = c.assign(rate=[f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in zip(c["rate"], c["lo"], c["hi"], strict=True)])
+    typer.echo(f"model recovery ({studies} studies per generating model and arm; Wilson 95% intervals):")
+    typer.echo(c.pivot_table(index=["rule", "n"], columns="arm", values="rate", aggfunc="first").to_string())
+    for rule, need in (("one_se", sim.needed(0.8, "one_se")), ("map", sim.needed(0.8, "map"))):
+        typer.echo(f"participants for recovery >= 0.8 ({rule}): " + ", ".join(f"{a} {n:g}" for a, n in need.items()))
+    typer.echo(f"wrote {out / 'rows.csv'}, {out / 'recovery.csv'} and {out / 'recovery.png'}")
