@@ -173,7 +173,7 @@ class PixelBatch:
     renderer : causalplay.render.Renderer
     """
 
-    #: the benchmark checks this against the agent's ``reads_pixels``
+    #: a pixel batch (the benchmark plays it only with agents whose ``reads_pixels`` is True)
     pixels = True
     layout = None
 

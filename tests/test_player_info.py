@@ -138,3 +138,10 @@ def test_rl_training_takes_the_blicket_familys_ids_and_refuses_nexiom():
     assert TrainConfig(agent="ppo", out="x", env="causalplay/EST-v1").preset == "paper"  # a symbolic Blicket id
     with pytest.raises(ValueError, match="unknown or unsupported environment id 'causalplay/Nexiom-v0'"):
         TrainConfig(agent="ppo", out="x", env="causalplay/Nexiom-v0")
+
+
+def test_the_blicket_scorer_knows_a_pixel_batch_by_its_type():
+    from causalplay.bench.blicket import BlicketFamily
+
+    with pytest.raises(ValueError, match="agent 'eig' cannot play causalplay/IVRE-Pixels-v0: it is a pixel env"):
+        BlicketFamily().episodes("causalplay/IVRE-Pixels-v0", "eig", 2, 0)

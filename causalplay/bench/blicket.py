@@ -13,7 +13,7 @@ from causalplay.agents import make_agent
 from causalplay.core.metrics import assign_split, auccess, auccess_weights, mean_ci
 from causalplay.envs import make_batch
 from causalplay.envs.core import BlicketInfo
-from causalplay.envs.pixels import PIXEL_IDS
+from causalplay.envs.pixels import PIXEL_IDS, PixelBatch
 
 from .family import Family, build_agent
 from .play import play
@@ -70,7 +70,7 @@ class BlicketFamily(Family):
         # an agent may ask for another observation mode (e.g. the RL agents' "history")
         obs_mode = {"obs_mode": ag.obs_mode} if getattr(ag, "obs_mode", None) else {}
         env = make_batch(env_id, n, seed=[seed, shard], **{**obs_mode, **(env_kwargs or {})})
-        check_pairing(env_id, agent, bool(getattr(env, "pixels", False)), ag)
+        check_pairing(env_id, agent, isinstance(env, PixelBatch), ag)
         rec = play(env, ag)
         episodes = np.arange(start, start + n)
         df = pd.DataFrame({
