@@ -56,6 +56,7 @@ class Config:
     candidates: int | None = None  # keep the first ``candidates`` designs of the space (None: all 384)
     seed: int = 0
     root: str = "runs"
+    generating: tuple[str, ...] = MODELS  # a subset gives the rows a run of all gives for those models
 
     @classmethod
     def smoke(cls, root: str = "runs") -> Config:
@@ -91,7 +92,8 @@ def run(cfg: Config) -> dict:
     cands = design_space(4, demonstrations=1, told=(False, True))
     if cfg.candidates is not None:
         cands = cands[:cfg.candidates]
-    sim = simulate_studies(fits, nexiom_designs(), cands, participants_fixed=cfg.fixed, participants_ado=cfg.ado,
+    sim = simulate_studies(fits, nexiom_designs(), cands, generating=list(cfg.generating),
+                           participants_fixed=cfg.fixed, participants_ado=cfg.ado,
                            studies=cfg.studies, draws=cfg.draws, choices=cfg.choices, seed=cfg.seed, out=folder)
     needed = {rule: sim.needed(0.8, rule) for rule in ("one_se", "map")}
     curve = sim.curve
@@ -115,11 +117,12 @@ def main() -> None:
     ap.add_argument("--choices", type=int, default=d.choices)
     ap.add_argument("--svi-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--generating", default=",".join(MODELS), help="models that generate studies")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     cfg = Config.smoke() if a.smoke else Config(a.name, a.studies, a.fixed, a.ado, a.draws, a.choices, a.svi_steps,
-                                                 seed=a.seed)
+                                                 seed=a.seed, generating=tuple(a.generating.split(",")))
     res = run(cfg)
     c = res["curve"]
     pooled = c[c["true"] == "all"].copy()

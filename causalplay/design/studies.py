@@ -289,7 +289,9 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
     t0 = time.perf_counter()
     cands = ado.prepare(fits, list(candidates), state)
     log.info("prepared in %.0f s", time.perf_counter() - t0)
-    jobs = [(arm, g, 1 + 2 * k + i) for k, g in enumerate(generating) for i, arm in enumerate(_ARMS)
+    # a job's seed follows from its model's place among the fits, so a run of some generating models gives the rows
+    # a run of all of them gives for those models
+    jobs = [(arm, g, 1 + 2 * names.index(g) + i) for g in generating for i, arm in enumerate(_ARMS)
             if (arm, g) not in done]
     fixed = list(fixed_designs)
 
