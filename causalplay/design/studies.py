@@ -314,4 +314,8 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
                    for arm, g, s in jobs]
         for f in futures:
             finish(f.result())
-    return StudySimulation(rows, recovery(rows, grid))
+    curve = recovery(rows, grid)
+    if folder is not None:  # also when every job was already there (a resumed run joined from parts)
+        curve.to_csv(folder / "recovery.csv", index=False)
+        plot_recovery(curve, folder / "recovery.png")
+    return StudySimulation(rows, curve)
