@@ -436,6 +436,23 @@ def run_nuts(setup: Callable, options: NUTSOptions, *, seed: int | None = 0, des
         Chain ``c`` seeds Pyro's RNGs with ``seed + 1000 * c`` right before sampling; None leaves them as they are.
     desc : str
         Label of the progress bars.
+
+    Notes
+    -----
+    Each chain is one ``MCMC(num_chains=1)`` in a process pool of ours, not Pyro's ``MCMC(num_chains=...)``,
+    because measured (``benchmarks/bench_nuts_chains.py``, ``docs/dev/pyro.md``) Pyro's multi-chain path
+
+    * runs the chains in parallel only where ``num_chains <= cpu_count() - 1``, otherwise one after another in
+      one RNG stream, so a seed's draws depend on the machine's core count (4 chains on 2 cores: other draws than
+      the same run in parallel); here chain ``c``'s draws depend on ``seed`` and ``c`` only, in 1 process or many;
+    * was slower: 4 chains x (100 + 100) on 2 loaded cores, median of 2 rounds, eight schools 92 s (one after
+      another) and 136 s (4 spawned processes) against 69 s for this pool (2 processes); 10 normals 42 s and
+      52 s against 32 s;
+    * sends one potential to every chain, pickled for spawned workers: a ``torch.jit`` traced density cannot be
+      pickled, while ``setup(chain)`` here traces it in the chain's process; and the per-draw statistics a
+      ``hook_fn`` records stay in Pyro's workers.
+
+    It shows a progress bar per chain too (where it runs them in parallel).
     """
     workers = options.n_workers()
     progress = show_progress(options.progress)
