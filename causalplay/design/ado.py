@@ -42,14 +42,15 @@ import torch
 from ..core import checks as V
 from ..core.design import Design, designs_of
 from ..core.ties import argmax_tol
-from .predict import _check_designs, information, population_draws, sequence_log_probs
+from .predict import check_designs, information, population_draws, sequence_log_probs
 
 if TYPE_CHECKING:
     from ..data import TrialData
     from ..fitting import Fit
 
 __all__ = ["start", "update", "record", "prepare", "next_design", "utilities", "posterior", "log_marginal",
-           "marginal_from_draws", "evidence", "select", "pick", "Candidates"]
+           "marginal_from_draws", "evidence", "select", "pick", "Candidates",
+           "fits_in_order"]
 
 _F64 = torch.float64
 _VERSION = 1
@@ -225,7 +226,8 @@ def log_marginal(fit: Fit, data: TrialData, *, draws: int = 200, seed: int = 0,
     return torch.cat(out), ids, torch.cat(counts)
 
 
-def _fits_in_order(state: Mapping, fits: Mapping) -> list:
+def fits_in_order(state: Mapping, fits: Mapping) -> list:
+    """The fits of the state's models, in the state's order; an error unless ``fits`` has exactly those models."""
     if not isinstance(fits, Mapping):
         raise TypeError(f"fits must be a dict name -> Fit, got {V.describe(fits)}")
     if set(fits) != set(state["models"]):
@@ -245,7 +247,7 @@ def update(state: Mapping, participant_data: TrialData, fits: Mapping[str, Fit])
         impossible.
     """
     _check_state(state)
-    ordered = _fits_in_order(state, fits)
+    ordered = fits_in_order(state, fits)
     cols, ids, n = [], None, None
     for f in ordered:
         lp, ids, n = log_marginal(f, participant_data, draws=state["draws"], seed=state["seed"])
@@ -280,8 +282,8 @@ def prepare(fits: Mapping[str, Fit], designs: Sequence[Design], state: Mapping) 
     """Every model's predictions for the candidate ``designs`` (the state's ``choices``, ``draws`` and ``seed``),
     computed once: :func:`next_design` then scores them under each new posterior in microseconds."""
     _check_state(state)
-    ordered = _fits_in_order(state, fits)
-    designs = _check_designs(designs)
+    ordered = fits_in_order(state, fits)
+    designs = check_designs(designs)
     log_p = sequence_log_probs(dict(zip(state["models"], ordered, strict=True)), designs, state["choices"],
                                draws=state["draws"], seed=state["seed"])
     return Candidates(tuple(designs), tuple(state["models"]), log_p, state["choices"], state["draws"],

@@ -31,13 +31,16 @@ from ..models.choice.base import told_set_prior
 if TYPE_CHECKING:
     from ..fitting import Fit
 
-__all__ = ["predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information"]
+__all__ = ["predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information",
+           "check_designs"]
 
 _F64 = torch.float64
 _EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
 
 
-def _check_designs(designs) -> list[Design]:
+def check_designs(designs: Sequence[Design] | Design) -> list[Design]:
+    """``designs`` (one Design or a sequence) as a non-empty list of Designs of one object count, else an error
+    naming the bad entry."""
     if isinstance(designs, Design):
         designs = [designs]
     designs = list(designs)
@@ -189,7 +192,7 @@ def predict(fit: Fit, designs: Sequence[Design] | Design, draws: int = 200, *, s
         Probabilities of the object sets by code ``sum_i 2**i`` (the empty set first), then stop; rows sum to 1.
         Stopping before any own test has probability 0 under ``LearnerConfig(min_tests=1)`` (the default).
     """
-    designs = _check_designs(designs)
+    designs = check_designs(designs)
     chunk = V.integer(chunk, "chunk", low=1)
     theta = population_draws(fit, draws, seed)
     rows, cache = _Rows(designs, torch.arange(len(designs)), {}), {}
@@ -297,7 +300,7 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     if not isinstance(fits, Mapping) or len(fits) < 1:
         raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
     names = list(fits)
-    designs = _check_designs(designs)
+    designs = check_designs(designs)
     K = V.integer(choices, "choices", low=1)
     V.choice(method, "method", ("auto", "exact", "mc"))
     n_choice = 2**designs[0].n_objects + 1
@@ -360,7 +363,7 @@ def sequence_log_probs(fits: Mapping[str, Fit], designs: Sequence[Design] | Desi
         raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
     if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
         raise TypeError(f"fits[{bad[0]!r}] is a tensor; sequence_log_probs needs Fits")
-    designs = _check_designs(designs)
+    designs = check_designs(designs)
     K = V.integer(choices, "choices", low=1)
     draws = V.integer(draws, "draws", low=1)
     seed = V.integer(seed, "seed")

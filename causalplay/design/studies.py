@@ -81,7 +81,7 @@ def fixed_arm(generating: Fit, fits: Mapping[str, Fit], designs: Sequence[Design
     designs = list(designs)
     if not designs or not all(isinstance(d, Design) for d in designs):
         raise TypeError("designs must be a non-empty list of causalplay.design.Design")
-    ordered = ado._fits_in_order(state, fits)
+    ordered = ado.fits_in_order(state, fits)
     total = participants * studies
     rng = np.random.default_rng(V.integer(seed, "seed", low=0))
     pick = rng.integers(len(designs), size=total)
@@ -110,7 +110,7 @@ def ado_arm(generating: Fit, fits: Mapping[str, Fit], candidates: ado.Candidates
     participants = V.integer(participants, "participants", low=1)
     studies = V.integer(studies, "studies", low=1)
     seed = V.integer(seed, "seed", low=0)
-    ordered = ado._fits_in_order(state, fits)
+    ordered = ado.fits_in_order(state, fits)
     states = [dict(state) for _ in range(studies)]
     out = []
     for t in range(participants):
