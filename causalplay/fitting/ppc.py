@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from ..data import TrialData
     from .inference import Fit
 
-__all__ = ["statistics", "eig_top_share", "posterior_predictive", "MAIN_STATISTICS"]
+__all__ = ["statistics", "summary_statistics", "eig_top_share", "posterior_predictive", "MAIN_STATISTICS"]
+
+#: the columns of the participants table that :func:`summary_statistics` reads
+_JUDGEMENT_COLUMNS = ("rule", "rule_choice", "judged_blickets", "true_blickets")
 
 #: the statistics the fitting guide's table shows, in its order
 MAIN_STATISTICS = ("first_has_0", "first_single", "first_pair", "size_t1", "size_t4", "size_t9", "mean_tests",
@@ -62,22 +65,73 @@ def statistics(data: TrialData, rho: float, max_test: int = 10) -> dict[str, flo
     own = own.assign(k=own.groupby("participant").cumcount() + 1, size=own["objects_on"].map(len))
     first = own[own["k"] == 1]
     size = own.groupby("k")["size"].mean()
-    p = data.participants.copy()
-    p["n_tests"] = own.groupby("participant").size().reindex(p["participant"], fill_value=0).to_numpy()
-    p["blickets_correct"] = [tuple(a) == tuple(b) for a, b in zip(p["judged_blickets"], p["true_blickets"],
-                                                                   strict=True)]
-    p["rule_correct"] = p["rule_choice"] == p["rule"]
-    out = {"first_has_0": float(first["objects_on"].map(lambda s: 0 in s).mean()),
-           "first_single": float(first["objects_on"].map(len).eq(1).mean()),
-           "first_pair": float(first["objects_on"].map(len).eq(2).mean()),
-           "mean_tests": float(p["n_tests"].mean()), "median_tests": float(p["n_tests"].median()),
-           "top_eig_share": eig_top_share(data, rho)}
-    out.update({f"size_t{k}": float(size.get(k, np.nan)) for k in range(1, max_test + 1)})
-    out.update({f"tests_eq_{n}": float((p["n_tests"] == n).mean()) for n in range(1, 16)})
+    p = data.participants
+    n_tests = own.groupby("participant").size().reindex(p["participant"], fill_value=0).to_numpy()
+    return summary_statistics(first["objects_on"], size, n_tests, p, eig_top_share(data, rho), max_test=max_test)
+
+
+def summary_statistics(first_tests: pd.Series, mean_size: pd.Series, n_tests: np.ndarray | pd.Series,
+                       participants: pd.DataFrame, top_eig_share: float, *, max_test: int = 10) -> dict[str, float]:
+    """The statistics of one data set from its parts: what :func:`statistics` returns, for any choice of which
+    test is a participant's first and which tests count.
+
+    Parameters
+    ----------
+    first_tests
+        The object set (a tuple of object indices) of each participant's first test, one entry per participant
+        who made one.
+    mean_size
+        Mean number of objects on the machine at each test number, indexed by the test number (1, 2, ...); a
+        number with no entry gives NaN.
+    n_tests
+        Tests per participant, in the row order of ``participants``.
+    participants
+        The participants table of :class:`~causalplay.data.TrialData`: its columns ``rule``, ``rule_choice``,
+        ``judged_blickets`` and ``true_blickets`` are read.
+    top_eig_share
+        Passed through as ``top_eig_share`` (:func:`eig_top_share`).
+    max_test
+        Last test number of the ``size_t<k>`` statistics.
+
+    Returns
+    -------
+    dict
+        ``first_has_0``, ``first_single``, ``first_pair`` (shares of ``first_tests``), ``mean_tests``,
+        ``median_tests``, ``top_eig_share``, ``size_t1`` ... ``size_t<max_test>``, ``tests_eq_1`` ...
+        ``tests_eq_15`` (share of participants with that many tests), and ``blickets_correct_<rule>``,
+        ``rule_correct_<rule>`` for the disjunctive and conjunctive participants (NaN without any).
+
+    Raises
+    ------
+    ValueError
+        If ``participants`` lacks a column read, or ``n_tests`` has not one entry per participant.
+    """
+    max_test = integer(max_test, "max_test", low=1)
+    missing = [c for c in _JUDGEMENT_COLUMNS if c not in participants.columns]
+    if missing:
+        raise ValueError(f"participants has no column(s) {missing}; expected the participants table of TrialData "
+                         f"with columns {list(_JUDGEMENT_COLUMNS)}")
+    n_tests = np.asarray(n_tests)
+    if n_tests.shape != (len(participants),):
+        raise ValueError(f"n_tests has shape {n_tests.shape}; expected one count per participant, "
+                         f"({len(participants)},)")
+    blickets_correct = np.array([tuple(a) == tuple(b) for a, b in zip(participants["judged_blickets"],
+                                                                      participants["true_blickets"], strict=True)],
+                                dtype=bool)
+    rule_correct = (participants["rule_choice"] == participants["rule"]).to_numpy()
+    counts = pd.Series(n_tests)
+    out = {"first_has_0": float(first_tests.map(lambda s: 0 in s).mean()),
+           "first_single": float(first_tests.map(len).eq(1).mean()),
+           "first_pair": float(first_tests.map(len).eq(2).mean()),
+           "mean_tests": float(counts.mean()), "median_tests": float(counts.median()),
+           "top_eig_share": float(top_eig_share)}
+    out.update({f"size_t{k}": float(mean_size.get(k, np.nan)) for k in range(1, max_test + 1)})
+    out.update({f"tests_eq_{n}": float((counts == n).mean()) for n in range(1, 16)})
+    rules = participants["rule"].to_numpy()
     for rule in ("disjunctive", "conjunctive"):
-        g = p[p["rule"] == rule]
-        out[f"blickets_correct_{rule}"] = float(g["blickets_correct"].mean()) if len(g) else np.nan
-        out[f"rule_correct_{rule}"] = float(g["rule_correct"].mean()) if len(g) else np.nan
+        g = rules == rule
+        out[f"blickets_correct_{rule}"] = float(blickets_correct[g].mean()) if g.any() else np.nan
+        out[f"rule_correct_{rule}"] = float(rule_correct[g].mean()) if g.any() else np.nan
     return out
 
 
