@@ -192,71 +192,12 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
                 shards += plan_shards([env], [agent], n, seeds, shard_size or family_of(env).shard_size, variants)
     folder = out / "shards"
     with RunLock(out):
-        folder.mkdir(parents=True, exist_ok=True)
-        for tmp in folder.glob(".*.tmp"):  # left by a killed run; nobody else writes here while we hold the lock
-            tmp.unlink(missing_ok=True)
-        todo = []
-        for s in shards:
-            why = check_shard(folder, s, env_kwargs, __version__)
-            if why is not None:
-                todo.append(s)
-                if why != "missing":
-                    log(f"recomputing shard {s.filename}: {why}")
+        todo = _shards_to_run(folder, shards, env_kwargs, log)
         own = not isinstance(executor, Executor)
         if own:
             executor = make_executor(executor or "process", workers, address)
         total = sum(s.size for s in shards)
-        bar = tqdm(total=total, initial=total - sum(s.size for s in todo), unit="ep", desc="episodes",
-                   disable=not progress)
-        slots = getattr(executor, "slots", None)
-        limit = 2 * slots if slots else len(todo)  # lazy submission: Ctrl-C has little to cancel
-        queue, pending, running = iter(todo), set(), {}
-
-        def harvest(done: set) -> None:
-            for f in done:
-                res = f.result()
-                if res["causalplay"] != __version__:
-                    raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
-                                     f"{__version__}: install the same version on every node")
-                write_shard(folder, res["shard"], res["records"], columns=family_of(res["shard"].env).columns,
-                            env_kwargs=env_kwargs, version=__version__, dialogues=res.get("dialogues"),
-                            extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
-                bar.update(res["shard"].size)
-                running.pop(f, None)
-
-        try:
-            while True:
-                while len(pending) < limit and (s := next(queue, None)) is not None:
-                    f = executor.submit(run_shard, s, env_kwargs)
-                    pending.add(f)
-                    running[f] = (s, time.monotonic())
-                    done = {f for f in pending if f.done()}  # the serial executor finishes inside submit:
-                    pending -= done                          # write before the next shard starts
-                    harvest(done)
-                if not pending:
-                    break
-                # Wake up now and then: Ctrl-C is raised in this (main) thread only when it runs Python code, and a
-                # SIGINT the kernel hands to another thread (the pool's manager, a queue feeder, tqdm's monitor)
-                # does not end a blocking wait; without a timeout the run carried on until a shard finished.
-                done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
-                harvest(done)
-                # a slow agent (NOTEARS, a language model) can hold a shard for minutes: say what is running
-                if running:
-                    s, t = min(running.values(), key=lambda v: v[1])
-                    bar.set_postfix_str(f"{len(running)} shard(s) running, oldest {s.agent} on {s.env.split('/')[-1]} "
-                                        f"for {time.monotonic() - t:.0f} s", refresh=False)
-                bar.refresh()
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            if own:
-                abort(executor)
-                own = False
-            raise
-        finally:
-            bar.close()
-            if own:
-                executor.shutdown()
+        _execute(executor, own, todo, folder, env_kwargs, total=total, progress=progress)
         df = pd.concat([read_shard(folder, s, env_kwargs, __version__) for s in shards], ignore_index=True)
         # Shards keep the spec (their manifests are checked against it); the table names rows by agent_label
         # (an rl:path=DIR row is named after the trained run).
@@ -264,6 +205,79 @@ def run_benchmark(envs: Sequence[str], agents: Sequence[str] | dict[str, Sequenc
         df["agent"] = [labels[e, a] for e, a in zip(df["env"], df["agent"], strict=True)]
         atomic_write(out / "episodes.csv", df.to_csv(index=False).encode())
     return df
+
+
+def _shards_to_run(folder: Path, shards: list, env_kwargs: dict | None, log: Callable[[str], None]) -> list:
+    """The shards not on disk or not verifying (the reason for each one recomputed goes to ``log``); the caller holds
+    the run's lock."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tmp in folder.glob(".*.tmp"):  # left by a killed run; nobody else writes here while we hold the lock
+        tmp.unlink(missing_ok=True)
+    todo = []
+    for s in shards:
+        why = check_shard(folder, s, env_kwargs, __version__)
+        if why is not None:
+            todo.append(s)
+            if why != "missing":
+                log(f"recomputing shard {s.filename}: {why}")
+    return todo
+
+
+def _execute(executor: Executor, own: bool, todo: list, folder: Path, env_kwargs: dict | None, *, total: int,
+             progress: bool) -> None:
+    """Run the shards ``todo`` on ``executor``, writing each as it comes back; ``own``: this run made the executor,
+    so it shuts it down (or aborts it on an error or Ctrl-C)."""
+    bar = tqdm(total=total, initial=total - sum(s.size for s in todo), unit="ep", desc="episodes",
+               disable=not progress)
+    slots = getattr(executor, "slots", None)
+    limit = 2 * slots if slots else len(todo)  # lazy submission: Ctrl-C has little to cancel
+    queue, pending, running = iter(todo), set(), {}
+
+    def harvest(done: set) -> None:
+        for f in done:
+            res = f.result()
+            if res["causalplay"] != __version__:
+                raise ShardError(f"worker {res['host']} runs causalplay {res['causalplay']}, this driver "
+                                 f"{__version__}: install the same version on every node")
+            write_shard(folder, res["shard"], res["records"], columns=family_of(res["shard"].env).columns,
+                        env_kwargs=env_kwargs, version=__version__, dialogues=res.get("dialogues"),
+                        extra={"host": res["host"], "seconds": round(res["seconds"], 3)})
+            bar.update(res["shard"].size)
+            running.pop(f, None)
+
+    try:
+        while True:
+            while len(pending) < limit and (s := next(queue, None)) is not None:
+                f = executor.submit(run_shard, s, env_kwargs)
+                pending.add(f)
+                running[f] = (s, time.monotonic())
+                done = {f for f in pending if f.done()}  # the serial executor finishes inside submit:
+                pending -= done                          # write before the next shard starts
+                harvest(done)
+            if not pending:
+                break
+            # Wake up now and then: Ctrl-C is raised in this (main) thread only when it runs Python code, and a
+            # SIGINT the kernel hands to another thread (the pool's manager, a queue feeder, tqdm's monitor)
+            # does not end a blocking wait; without a timeout the run carried on until a shard finished.
+            done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            harvest(done)
+            # a slow agent (NOTEARS, a language model) can hold a shard for minutes: say what is running
+            if running:
+                s, t = min(running.values(), key=lambda v: v[1])
+                bar.set_postfix_str(f"{len(running)} shard(s) running, oldest {s.agent} on {s.env.split('/')[-1]} "
+                                    f"for {time.monotonic() - t:.0f} s", refresh=False)
+            bar.refresh()
+    except BaseException:
+        for f in pending:
+            f.cancel()
+        if own:
+            abort(executor)
+            own = False
+        raise
+    finally:
+        bar.close()
+        if own:
+            executor.shutdown()
 
 
 def summarise(df: pd.DataFrame) -> list[dict]:
