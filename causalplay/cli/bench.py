@@ -198,6 +198,89 @@ def _print_tables(tab, fam, console, title: str) -> None:
         console.print(t)
 
 
+def _agents_per_env(fams: dict, agents: str | None) -> dict[str, list[str]]:
+    """Each env's agent specs: the ones given (former names as their new ones, said once) or the family's
+    defaults; checked, and no two sharing a table row."""
+    from causalplay.agents import agent_label, canonical_agent_spec, split_agent_specs
+
+    with usage_errors("'--agents'", (ValueError, FileNotFoundError, ImportError)):  # ImportError: a plug-in's
+        given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
+        with warnings.catch_warnings(record=True) as renamed:  # a former agent name runs as its new one, said once
+            warnings.simplefilter("always", DeprecationWarning)
+            per_env = {e: [canonical_agent_spec(a, fam.name) for a in given or fam.family.default_agents]
+                       for e, fam in fams.items()}
+        for msg in dict.fromkeys(str(w.message) for w in renamed if w.category is DeprecationWarning):
+            typer.echo(f"warning: {msg}", err=True)
+        rows: dict[tuple, str] = {}
+        for e, fam in fams.items():
+            for a in per_env[e]:
+                check_agent_spec(a, fam.name)
+                label = agent_label(a, fam.name)
+                if (e, label) in rows:
+                    raise ValueError(f"agents {rows[e, label]!r} and {a!r} would share the table row {label!r}; "
+                                     "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
+                rows[e, label] = a
+    return per_env
+
+
+def _fold_variants(fams: dict, folds: str) -> list | None:
+    """The variants of the folds ``--folds`` names (None: all of every env's)."""
+    fold_ids = _fold_list(folds)
+    if fold_ids is None:
+        return None
+    variants = []
+    for e, fam in fams.items():
+        have = {dict(v).get("fold") for v in fam.variants(e)} - {None}
+        if not set(fold_ids) <= have:
+            raise typer.BadParameter(f"{e} has folds {sorted(have) or 'none'}, not {fold_ids}", param_hint="'--folds'")
+        variants += [v for v in fam.variants(e) if dict(v)["fold"] in fold_ids]
+    return variants
+
+
+def _report(df, results: list[dict], fams: dict, out: str, seeds: int, *, wide: bool, show_dialogue: int,
+            compare: str):
+    """Print each family's table, the language models' parse and token counts, the dialogues asked for and the
+    paired comparison; write table.csv and the plots. Returns the console (for the last line)."""
+    import pandas as pd
+    from rich.console import Console
+
+    from causalplay.agents import agent_label, split_agent_specs
+    from causalplay.bench.runner import summarise
+    from causalplay.bench.shards import atomic_write
+    from causalplay.core.metrics import mean_ci
+
+    console = Console(width=10_000 if wide else None)
+    tables = []
+    for fam in dict.fromkeys(fams.values()):
+        g = df[df["env"].map(lambda e, f=fam: fams[e] is f)]
+        tab = fam.table(summarise(g))
+        tables.append(tab)
+        fam.plots(g, out)
+        _print_tables(tab, fam, console, f" (mean ± {fam.family.spread_label(seeds)}; {seeds} seed(s))")
+    atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
+    for r in results:  # language-model agents: unparsed answers, tokens
+        if "parse_failure_rate" in r and r["parse_failure_rate"] == r["parse_failure_rate"]:  # (not NaN)
+            console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
+                          f"{100 * r['parse_failure_rate']:.2f}% of answers; tokens per episode "
+                          f"{r['prompt_tokens_per_episode']:.0f} prompt + {r['completion_tokens_per_episode']:.0f}"
+                          " completion")
+    if show_dialogue > 0:
+        from causalplay.bench.dialogues import print_dialogues
+
+        print_dialogues(Path(out), df, show_dialogue, console)
+    for e, g in df.groupby("env", sort=False):  # every agent met the same episodes: a paired comparison
+        col = fams[e].paired_column
+        pair = [agent_label(a, fams[e].name) for a in split_agent_specs(compare)] if col else []
+        if len(pair) != 2 or not all(p in set(g["agent"]) for p in pair):
+            continue
+        x, y = (g[g["agent"] == p].sort_values(["seed", "episode"])[col].to_numpy() for p in pair)
+        if len(x) == len(y) and len(x) > 1:
+            m, h = mean_ci((x - y).tolist())
+            console.print(f"{e}: {fams[e].display.get(col, col)} of {pair[0]} minus {pair[1]} on the same {len(x)} "
+                          f"episodes: {m:+.3f} ± {h:.3f} (95% CI)")
+    return console
+
+
 def bench(
     env: str = typer.Option("causalplay/IVRE-v0", callback=_envs_cb, help="Comma-separated environment ids (any "
                             "family: Blicket, Overhypothesis, Nexiom, CausalDAG, Physics)."),
@@ -234,34 +317,14 @@ def bench(
 ) -> None:
     """Run the benchmark and print each family's scores (mean ± 95% CI over seeds, or over episodes; physics: ± SD
     over folds)."""
-    import pandas as pd
-    from rich.console import Console
 
-    from causalplay.agents import agent_label, canonical_agent_spec, split_agent_specs
     from causalplay.bench.executors import check_executor
     from causalplay.bench.runner import family_of, run_benchmark, summarise, write_results
-    from causalplay.bench.shards import RunLocked, atomic_write
-    from causalplay.core.metrics import mean_ci
+    from causalplay.bench.shards import RunLocked
 
     env_ids = _merge("--env", [e.strip() for e in env.split(",") if e.strip()])
     fams = {e: family_of(e) for e in env_ids}
-    with usage_errors("'--agents'", (ValueError, FileNotFoundError, ImportError)):  # ImportError: a plug-in's
-        given = _merge("--agents", split_agent_specs(agents)) if agents is not None else []
-        with warnings.catch_warnings(record=True) as renamed:  # a former agent name runs as its new one, said once
-            warnings.simplefilter("always", DeprecationWarning)
-            per_env = {e: [canonical_agent_spec(a, fam.name) for a in given or fam.family.default_agents]
-                       for e, fam in fams.items()}
-        for msg in dict.fromkeys(str(w.message) for w in renamed if w.category is DeprecationWarning):
-            typer.echo(f"warning: {msg}", err=True)
-        rows: dict[tuple, str] = {}
-        for e, fam in fams.items():
-            for a in per_env[e]:
-                check_agent_spec(a, fam.name)
-                label = agent_label(a, fam.name)
-                if (e, label) in rows:
-                    raise ValueError(f"agents {rows[e, label]!r} and {a!r} would share the table row {label!r}; "
-                                     "give each a name=..., e.g. rl:path=DIR:name=ppo-ff-s1")
-                rows[e, label] = a
+    per_env = _agents_per_env(fams, agents)
     try:
         check_executor(executor, workers or None, address or None)
     except ValueError as err:
@@ -277,15 +340,7 @@ def bench(
             raise typer.BadParameter(f"these envs' families play {sorted(defaults)} episodes by default; give one "
                                      "number for all", param_hint="'--episodes'")
         episodes = defaults.pop()
-    variants, fold_ids = None, _fold_list(folds)
-    if fold_ids is not None:  # keep the variants of those folds
-        variants = []
-        for e, fam in fams.items():
-            have = {dict(v).get("fold") for v in fam.variants(e)} - {None}
-            if not set(fold_ids) <= have:
-                raise typer.BadParameter(f"{e} has folds {sorted(have) or 'none'}, not {fold_ids}",
-                                         param_hint="'--folds'")
-            variants += [v for v in fam.variants(e) if dict(v)["fold"] in fold_ids]
+    variants = _fold_variants(fams, folds)
     t0 = time.perf_counter()
     try:
         df = run_benchmark(env_ids, per_env, episodes, range(seeds), out, shard_size=shard_size or None,
@@ -301,33 +356,5 @@ def bench(
     wall = time.perf_counter() - t0
     results = summarise(df)
     write_results(results, out)
-    console = Console(width=10_000 if wide else None)
-    tables = []
-    for fam in dict.fromkeys(fams.values()):
-        g = df[df["env"].map(lambda e, f=fam: fams[e] is f)]
-        tab = fam.table(summarise(g))
-        tables.append(tab)
-        fam.plots(g, out)
-        _print_tables(tab, fam, console, f" (mean ± {fam.family.spread_label(seeds)}; {seeds} seed(s))")
-    atomic_write(Path(out, "table.csv"), pd.concat(tables, ignore_index=True).to_csv(index=False).encode())
-    for r in results:  # language-model agents: unparsed answers, tokens
-        if "parse_failure_rate" in r and r["parse_failure_rate"] == r["parse_failure_rate"]:  # (not NaN)
-            console.print(f"{r['env']} {r['agent']} seed {r['seed']}: parse failures "
-                          f"{100 * r['parse_failure_rate']:.2f}% of answers; tokens per episode "
-                          f"{r['prompt_tokens_per_episode']:.0f} prompt + {r['completion_tokens_per_episode']:.0f}"
-                          " completion")
-    if show_dialogue > 0:
-        from causalplay.bench.dialogues import print_dialogues
-
-        print_dialogues(Path(out), df, show_dialogue, console)
-    for e, g in df.groupby("env", sort=False):  # every agent met the same episodes: a paired comparison
-        col = fams[e].paired_column
-        pair = [agent_label(a, fams[e].name) for a in split_agent_specs(compare)] if col else []
-        if len(pair) != 2 or not all(p in set(g["agent"]) for p in pair):
-            continue
-        x, y = (g[g["agent"] == p].sort_values(["seed", "episode"])[col].to_numpy() for p in pair)
-        if len(x) == len(y) and len(x) > 1:
-            m, h = mean_ci((x - y).tolist())
-            console.print(f"{e}: {fams[e].display.get(col, col)} of {pair[0]} minus {pair[1]} on the same {len(x)} "
-                          f"episodes: {m:+.3f} ± {h:.3f} (95% CI)")
+    console = _report(df, results, fams, out, seeds, wide=wide, show_dialogue=show_dialogue, compare=compare)
     console.print(f"wall time {wall:.1f} s; results in {out}/results.json, episodes.csv, table.csv, *.png")
