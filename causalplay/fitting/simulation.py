@@ -104,6 +104,8 @@ class ChoiceModelAgent(Agent):
     seed : int
         Seeds the generator of every draw.
 
+    Notes
+    -----
     After play, :attr:`tests` holds the tests run (rows, test numbers, trial codes, lit; one tuple per step) and
     :attr:`judged` the answers (``rule * 2**N + set code``).
     """
