@@ -10,7 +10,7 @@ import numpy as np
 from causalplay.core.rules import Rule, make_rule
 
 from .sampling import OBJECT_POOL
-from .task import _numpy_obs, validate_action
+from .task import numpy_obs, validate_action
 
 __all__ = ["SingleEnv", "noisy_rules", "unit_box"]  # for the envs of this package
 
@@ -43,7 +43,7 @@ class SingleEnv(gym.Env):
                          for i in objects[0]])
         self._ended = False
         info = {"objects": [dict(o) for o in self.objects], "n_blickets": int(self._batch.n_blickets[0]), "step": 0}
-        return _numpy_obs(obs, 0), info
+        return numpy_obs(obs, 0), info
 
     def _check_running(self) -> None:
         if self._batch is None or not self._batch._started:

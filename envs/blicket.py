@@ -13,7 +13,7 @@ from causalplay.core.rules import Rule
 
 from ._single import SingleEnv, noisy_rules, unit_box
 from .core import OBS_MODES, BlicketBatch, TaskConfig
-from .task import _numpy_obs
+from .task import numpy_obs
 
 __all__ = ["BlicketEnv", "IVRE", "EST", "EST_ACRE", "make_ivre", "make_est", "make_est_acre", "make_est_v0",
            "observation_space", "batch_ivre", "batch_est", "batch_est_acre", "batch_est_v0"]
@@ -143,7 +143,7 @@ class BlicketEnv(SingleEnv):
         if terminated or truncated:
             self._ended = True
             info.update(self._final_info())
-        return _numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
+        return numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
 
     def panel(self) -> dict:
         """The panel in the current observation: ``on`` (bool [N]), ``lit``, ``step`` (1-based panel number),

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from causalplay.core.dag import GOAL_ROLE, ROLE_NAMES, TARGET_ROLE, ancestors, leaky, leaky_inv, simulate, train_keep
 from causalplay.core.ties import argmax_tol
 
-from .task import ObsField, ObsLayout, PlayerInfo, _positive_int
+from .task import ObsField, ObsLayout, PlayerInfo, positive_int
 
 __all__ = ["DAGConfig", "DAGInfo", "DAGRewards", "CausalDAGBatch", "CausalDAGEnv", "leaky", "leaky_inv", "simulate",
            "structure_key", "ROLE_NAMES", "GOAL_ROLE", "TARGET_ROLE", "make_adaptive",
@@ -203,7 +203,7 @@ class CausalDAGBatch:
     """
 
     def __init__(self, config: DAGConfig, batch_size: int, rng: np.random.Generator):
-        self.config, self.B, self.rng = config, _positive_int(batch_size, "batch_size"), rng
+        self.config, self.B, self.rng = config, positive_int(batch_size, "batch_size"), rng
         self.N = self.n_objects = config.n_variables
         self.n_explore, self.horizon, self.n_actions = config.n_explore, config.horizon, 2 * self.N
         self.action_size = 1

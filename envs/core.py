@@ -40,10 +40,10 @@ from .task import (
     ObsLayout,
     PlayerInfo,
     RewardSpec,
-    _positive_int,
-    _reset_rows,
-    _row_rngs,
     batch_action,
+    positive_int,
+    reset_rows,
+    row_rngs,
     validate_action,
 )
 
@@ -161,10 +161,10 @@ class BlicketBatch(ConfigTask):
     """
 
     def __init__(self, config: TaskConfig, batch_size: int, rng, *, obs_mode: str = "panel"):
-        _positive_int(batch_size, "batch_size")
+        positive_int(batch_size, "batch_size")
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        self.rngs = _row_rngs(rng, batch_size)
+        self.rngs = row_rngs(rng, batch_size)
         self.config, self.B, self.obs_mode = config, batch_size, obs_mode
         self.rng = rng if self.rngs is None else self.rngs
         N, T = config.n_objects, config.horizon
@@ -199,7 +199,7 @@ class BlicketBatch(ConfigTask):
     def reset(self, rows=None):
         """Start new episodes in ``rows`` (``None``: all; a bool mask ``[B]`` or indices); returns the observation
         of every row."""
-        idx = _reset_rows(self, rows).numpy()
+        idx = reset_rows(self, rows).numpy()
         if len(idx) == 0:
             return self.observation()
         ep = self._sample(idx)

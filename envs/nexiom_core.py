@@ -25,7 +25,7 @@ from causalplay.core.rules import make_rule
 
 from .core import BlicketInfo
 from .machine import machine_lit
-from .task import ObsLayout, RewardSpec, _positive_int, _reset_rows, _row_rngs, batch_action
+from .task import ObsLayout, RewardSpec, batch_action, positive_int, reset_rows, row_rngs
 
 __all__ = ["NexiomBatch"]
 
@@ -43,13 +43,13 @@ class NexiomBatch:
 
     def __init__(self, batch_size: int, rng, *, n_objects: int = 4, n_blickets: int = 2,
                  budget: int = 16, solve_reward: float = 20.0, test_cost: float = 1.0):
-        _positive_int(batch_size, "batch_size")
-        _positive_int(budget, "budget")
+        positive_int(batch_size, "batch_size")
+        positive_int(budget, "budget")
         if isinstance(n_objects, bool) or not isinstance(n_objects, int) or not 1 <= n_objects <= 16:
             raise ValueError(f"n_objects must be an integer in [1, 16], got {n_objects!r}")
         if not 1 <= n_blickets <= n_objects:
             raise ValueError(f"need 1 <= n_blickets <= n_objects, got {n_blickets} and {n_objects}")
-        self.rngs = _row_rngs(rng, batch_size)
+        self.rngs = row_rngs(rng, batch_size)
         self.rng = rng if self.rngs is None else self.rngs
         self.B, self.n_objects, self.budget = batch_size, n_objects, budget
         self.count, self.solve_reward, self.test_cost = n_blickets, solve_reward, test_cost
@@ -93,7 +93,7 @@ class NexiomBatch:
         """New episodes in ``rows`` (``None``: all). ``rule_idx [r]`` (0 disjunctive, 1 conjunctive) and
         ``blickets [r, N]`` (bool) fix those rows' worlds instead of drawing them (the uniforms are still
         drawn, so the generator advances the same way)."""
-        idx = _reset_rows(self, rows)
+        idx = reset_rows(self, rows)
         n, N = len(idx), self.n_objects
         if n == 0:
             return self.observation()

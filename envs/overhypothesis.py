@@ -22,7 +22,7 @@ from causalplay.core.rules import make_rule
 from ._single import SingleEnv, unit_box
 from .core import BlicketBatch, ConfigTask
 from .sampling import Episodes, TaskConfig
-from .task import ObsLayout, _numpy_obs, _reset_rows, batch_action
+from .task import ObsLayout, batch_action, numpy_obs, reset_rows
 
 __all__ = ["OVERHYPOTHESIS", "OverhypothesisBatch", "OverhypothesisEnv", "make_overhypothesis",
            "overhypothesis_batch", "RULE_PER"]
@@ -137,7 +137,7 @@ class OverhypothesisBatch(ConfigTask):
 
     def reset(self, rows=None) -> torch.Tensor:
         """Start new sequences in ``rows`` (None: all); returns every row's observation."""
-        idx = _reset_rows(self, rows).numpy()
+        idx = reset_rows(self, rows).numpy()
         if len(idx):
             self._draw_rules(idx)
             x = self._np
@@ -283,7 +283,7 @@ class OverhypothesisEnv(SingleEnv):
             info["new_objects"] = [int(i) for i in m.objects[0]]
         if terminated or truncated:
             self._ended = True
-        return _numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
+        return numpy_obs(obs, 0), float(reward[0]), terminated, truncated, info
 
 
 #: The entry point of ``causalplay/Overhypothesis-v0``.

@@ -14,7 +14,7 @@ import torch
 from gymnasium.utils import seeding
 from stable_baselines3.common.vec_env import VecEnv
 
-from .task import _numpy_obs, as_rows, validate_action
+from .task import as_rows, numpy_obs, validate_action
 
 __all__ = ["SB3VecEnv", "make_sb3_vec"]
 
@@ -49,7 +49,7 @@ class SB3VecEnv(VecEnv):
         self._reset_seeds()
         self._reset_options()
         self.task = self.task_factory(self.num_envs, rngs)
-        return _numpy_obs(self.task.reset())
+        return numpy_obs(self.task.reset())
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -63,13 +63,13 @@ class SB3VecEnv(VecEnv):
         infos: list[dict] = [{} for _ in range(self.num_envs)]
         if done.any():
             rows = np.flatnonzero(done)
-            final = _numpy_obs(obs, torch.as_tensor(rows))
+            final = numpy_obs(obs, torch.as_tensor(rows))
             for j, i in enumerate(rows):
                 infos[i]["terminal_observation"] = ({k: v[j] for k, v in final.items()} if isinstance(final, dict)
                                                     else final[j])
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i]) and not bool(term[i])
             obs = self.task.reset(as_rows(done, self.num_envs))
-        return _numpy_obs(obs), reward.numpy().astype(np.float32), done, infos
+        return numpy_obs(obs), reward.numpy().astype(np.float32), done, infos
 
     def close(self) -> None:
         self.task = None

@@ -186,14 +186,14 @@ def as_rows(rows, B: int) -> torch.Tensor:
     return r.sort().values.long()
 
 
-def _positive_int(value, name: str) -> int:
+def positive_int(value, name: str) -> int:
     """``value`` if it is a positive Python int (not a bool), else a ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return value
 
 
-def _row_rngs(rng, batch_size: int) -> list[np.random.Generator] | None:
+def row_rngs(rng, batch_size: int) -> list[np.random.Generator] | None:
     """``None`` when ``rng`` is one generator for the whole batch, else the checked list of one per row."""
     if isinstance(rng, np.random.Generator):
         return None
@@ -203,7 +203,7 @@ def _row_rngs(rng, batch_size: int) -> list[np.random.Generator] | None:
     return rng
 
 
-def _reset_rows(task, rows) -> torch.Tensor:
+def reset_rows(task, rows) -> torch.Tensor:
     """The rows a ``reset(rows)`` of ``task`` starts (:func:`as_rows`); the first reset must start every row."""
     if not task._started and rows is not None:
         raise RuntimeError("the first reset() must reset every row (rows=None)")
@@ -211,7 +211,7 @@ def _reset_rows(task, rows) -> torch.Tensor:
     return as_rows(rows, task.B)
 
 
-def _numpy_obs(obs, rows=slice(None)):
+def numpy_obs(obs, rows=slice(None)):
     """A task's observation (a tensor, or a dict of them) as numpy, restricted to ``rows``."""
     if isinstance(obs, dict):
         return {k: v[rows].numpy() for k, v in obs.items()}

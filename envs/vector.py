@@ -18,7 +18,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .task import Task, _numpy_obs, _positive_int, as_rows, validate_action
+from .task import Task, as_rows, numpy_obs, positive_int, validate_action
 
 __all__ = ["TaskVectorEnv"]
 
@@ -39,7 +39,7 @@ class TaskVectorEnv(VectorEnv):
 
     def __init__(self, make_task: Callable[[int, list], Task], num_envs: int, single_observation_space,
                  single_action_space):
-        self.num_envs = _positive_int(num_envs, "num_envs")
+        self.num_envs = positive_int(num_envs, "num_envs")
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
         self.observation_space = batch_space(single_observation_space, num_envs)
@@ -70,7 +70,7 @@ class TaskVectorEnv(VectorEnv):
             rows = as_rows(None if mask is None else np.asarray(mask, dtype=bool), B)
             obs = self.task.reset(rows)
             self._autoreset[rows.numpy()] = False
-        return _numpy_obs(obs), {}
+        return numpy_obs(obs), {}
 
     def step(self, actions):
         if self.task is None:
@@ -84,4 +84,4 @@ class TaskVectorEnv(VectorEnv):
             _, reward, terminated, truncated = task.step(a, check=False)
         obs = task.reset(pending) if bool(pending.any()) else task.observation()
         self._autoreset = (terminated | truncated).numpy()
-        return _numpy_obs(obs), reward.numpy(), terminated.numpy(), truncated.numpy(), {}
+        return numpy_obs(obs), reward.numpy(), terminated.numpy(), truncated.numpy(), {}

@@ -22,14 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: package directory -> its module name once installed (pyproject's package-dir)
 LAYOUT = {ROOT / "causalplay": "causalplay", ROOT / "envs": "causalplay.envs", ROOT / "models": "causalplay.models"}
 
-#: Private names still imported across modules, each with why it is still allowed. The helpers of envs/task.py are
-#: shared by the Task implementations; they become public (or move) with the family-neutral Task protocol.
-ALLOWED = {
-    ("causalplay.envs.task", "_numpy_obs"), ("causalplay.envs.task", "_positive_int"),
-    ("causalplay.envs.task", "_reset_rows"), ("causalplay.envs.task", "_row_rngs"),
-    # the sequential-design modules (new) share two helpers; making them public belongs to that work
-    ("causalplay.design.predict", "_check_designs"), ("causalplay.design.ado", "_fits_in_order"),
-}
+#: Private names still imported across modules, each with why it is still allowed (none now; an entry needs a reason).
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _private(name: str) -> bool:
@@ -104,6 +98,7 @@ self._mine
     found = private_uses(src, "causalplay.bench.runner", False, known)
     assert found == ["2: from causalplay.core.spec import _private_helper",
                      "3: from causalplay.core.spec import _relative", "4: from causalplay.bench.plots import _subplots",
+                     "7: from causalplay.envs.task import _reset_rows",
                      "8: causalplay.bench.plots._subplots (as plots._subplots)",
                      "9: causalplay.core.spec._cache (as spec._cache)"]
     # a package's own __init__ resolves relative imports from itself; a module's own private names are its own
