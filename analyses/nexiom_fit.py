@@ -16,7 +16,8 @@ a stage that needs more participants than the data has says so and is skipped):
 ``crossval``  participant-level k-fold cross-validation (``--folds``): ``crossval.csv``,
               ``crossval_participants.csv`` (written fit by fit)
 ``nuts``      the main model on all participants by NUTS: ``nuts_diagnostics.json``, ``nuts_summary.csv``,
-              ``participants.csv`` (90% intervals), ``idata.nc``, ``rank.png``, ``forest.png``, ``pareto_k.png``
+              ``participants.csv`` (90% intervals), ``idata.nc``, ``rank.png``, ``forest.png`` (population-level
+              parameters), ``ppc.png`` (``az.plot_ppc`` of the choices), ``pareto_k.png``
 ``nuts_all``  every model of ``--models`` by NUTS, the parameters of ``--nuts-shared`` shared where a model has
               them; a fit that does not converge is refitted at each ``--nuts-retry-target-accept`` (inside
               ``fit``): one row per attempt in ``nuts_all.csv`` (a rerun skips the models already there)
@@ -57,6 +58,7 @@ from causalplay.cli.config import parse_config  # noqa: E402
 from causalplay.data import TrialData, load_nexiom, load_trials  # noqa: E402
 from causalplay.fitting import NUTSOptions, Parameterisation, SVIOptions, compare, fit, load_fit, simulate  # noqa: E402
 from causalplay.fitting import workflows as W  # noqa: E402
+from causalplay.fitting.ppc import eig_top_share, summary_statistics  # noqa: E402
 
 # every registered choice model, simplest first (the one-SE rule of model recovery breaks ties in this order)
 ALL_MODELS = MAIN_MODELS + ("size", "sweep", "size_sweep", "eig_plus_sweep", "eig_sweep_single")
@@ -150,39 +152,16 @@ def _nuts(cfg: Config) -> NUTSOptions:
 
 
 # ---- statistics of a data set (people or simulated) ---------------------------------------------------------
-def eig_top_share(data: TrialData, rho: float) -> float:
-    """Share of tests whose set has the highest EIG (ties count) under the learner with rule prior logit ``rho``."""
-    feats = build_features(data)
-    cm = get_model("eig_softmax")
-    with torch.no_grad():
-        log_w = cm.posterior(feats, feats.ll, torch.full((feats.n_decisions,), rho, dtype=torch.float64))
-        eig = cm.eig(feats, log_w)
-    tests = feats.choice < feats.space.n_sets
-    chosen = eig[tests].gather(-1, feats.choice[tests][:, None])
-    return float(((eig[tests] > chosen + 1e-9).sum(-1) == 0).double().mean())
-
-
 def stats(data: TrialData, rho: float, max_test: int = 10) -> dict:
-    """The PPC statistics of one data set."""
+    """The PPC statistics of one data set, its first test being test 1 (a demonstration included) and its test
+    counts the participants table's ``n_tests``; :func:`causalplay.fitting.ppc.statistics` counts each person's
+    own tests instead. The rest is :func:`causalplay.fitting.ppc.summary_statistics`."""
     t = data.tests
     first = t[t["test"] == 1]
     size = t.assign(size=t["objects_on"].map(len)).groupby("test")["size"].mean()
-    p = data.participants.copy()
-    p["blickets_correct"] = [tuple(a) == tuple(b) for a, b in zip(p["judged_blickets"], p["true_blickets"],
-                                                                   strict=True)]
-    p["rule_correct"] = p["rule_choice"] == p["rule"]
-    out = {"first_has_0": float(first["objects_on"].map(lambda s: 0 in s).mean()),
-           "first_single": float(first["objects_on"].map(len).eq(1).mean()),
-           "first_pair": float(first["objects_on"].map(len).eq(2).mean()),
-           "mean_tests": float(p["n_tests"].mean()), "median_tests": float(p["n_tests"].median()),
-           "top_eig_share": eig_top_share(data, rho)}
-    out.update({f"size_t{k}": float(size.get(k, np.nan)) for k in range(1, max_test + 1)})
-    out.update({f"tests_eq_{n}": float((p["n_tests"] == n).mean()) for n in range(1, 16)})
-    for rule in ("disjunctive", "conjunctive"):
-        g = p[p["rule"] == rule]
-        out[f"blickets_correct_{rule}"] = float(g["blickets_correct"].mean()) if len(g) else np.nan
-        out[f"rule_correct_{rule}"] = float(g["rule_correct"].mean()) if len(g) else np.nan
-    return out
+    p = data.participants
+    return summary_statistics(first["objects_on"], size, p["n_tests"].to_numpy(), p, eig_top_share(data, rho),
+                              max_test=max_test)
 
 
 def _interval(sims: pd.DataFrame, col: str) -> tuple[float, float, float]:
@@ -283,19 +262,43 @@ def stage_nuts(cfg: Config, data: TrialData, out: Path, res: dict):
     f.participant_table(0.9).to_csv(out / "participants.csv", index=False)
     f.idata.to_netcdf(out / "idata.nc")
     res["nuts"] = diag
-    group = [v for v in f.idata.posterior.data_vars if "participant" not in f.idata.posterior[v].dims
-             and not v.endswith("_raw")]
-    az.plot_rank(f.idata, var_names=group[:12])
-    _save(plt.gcf(), out / "rank.png")
-    az.plot_forest(f.idata, var_names=[p.name for p in f.model.all_params() if p.level == "participant"][:2],
-                   combined=True, hdi_prob=0.9, figsize=(7, 12))
-    _save(plt.gcf(), out / "forest.png")
+    nuts_figures(f.idata, out)
     loo = az.loo(f.idata, var_name="choice", pointwise=True)
     az.plot_khat(loo)
     _save(plt.gcf(), out / "pareto_k.png")
     res["nuts_loo"] = {"elpd_loo": float(loo.elpd_loo), "se": float(loo.se),
                        "pareto_k_gt_0.7": int((np.asarray(loo.pareto_k) > 0.7).sum())}
     return f
+
+
+def population_sites(idata) -> list[str]:
+    """The population-level parameters of a fit, in the posterior's order: the participant-level parameters'
+    ``<name>_mu`` and the shared parameters (not the ``<name>_sigma`` spreads, nor the ``_raw`` unconstrained
+    copies)."""
+    post = idata.posterior
+    return [v for v in post.data_vars if "participant" not in post[v].dims and not v.endswith(("_raw", "_sigma"))]
+
+
+def nuts_figures(idata, out: Path) -> None:
+    """The ArviZ figures of a NUTS fit: ``rank.png`` (rank plots of every group-level parameter: near-uniform
+    ranks in each chain mean the chains mix), ``forest.png`` (the population-level parameters, 90% HDIs, chains
+    combined) and ``ppc.png`` (``az.plot_ppc`` of the choices: the cumulative distribution of the object-set codes
+    people chose beside those drawn at the same decisions under 100 posterior draws (all, if fewer); cumulative,
+    because ArviZ's default for integer data bins the draws' mean differently from the draws)."""
+    import arviz as az
+
+    post = idata.posterior
+    group = [v for v in post.data_vars if "participant" not in post[v].dims and not v.endswith("_raw")]
+    az.plot_rank(idata, var_names=group)
+    _save(plt.gcf(), out / "rank.png")
+    pop = population_sites(idata)
+    az.plot_forest(idata, var_names=pop, combined=True, hdi_prob=0.9, figsize=(6, 0.45 * len(pop) + 1))
+    _save(plt.gcf(), out / "forest.png")
+    if "posterior_predictive" in idata.groups():
+        pp = idata.posterior_predictive
+        az.plot_ppc(idata, var_names=["choice"], kind="cumulative", random_seed=0, figsize=(7, 3.5),
+                    num_pp_samples=min(100, pp.sizes["chain"] * pp.sizes["draw"]))
+        _save(plt.gcf(), out / "ppc.png")
 
 
 def with_shared(name: str, shared: tuple[str, ...]) -> str:

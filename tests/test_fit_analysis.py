@@ -51,7 +51,7 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     out = tmp_path / "out" / "smoke"
     for name in ("config.json", "prior_predictive.png", "compare.csv", "heldout.png", "judgements.csv",
                  "nuts_summary.csv", "nuts_diagnostics.json", "participants.csv", "idata.nc", "rank.png",
-                 "forest.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
+                 "forest.png", "ppc.png", "pareto_k.png", "ppc.json", "ppc_first_test.png", "ppc_set_size.png",
                  "ppc_n_tests.png", "ppc_accuracy.png", "ppc_top_eig.png", "recovery_participant.csv",
                  "recovery_group.csv", "confusion.csv", "confusion_1se.csv", "inversion.csv", "inversion_1se.csv",
                  "results.json", "crossval.csv", "crossval_participants.csv", "nuts_all.csv"):
