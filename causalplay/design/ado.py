@@ -42,7 +42,7 @@ import torch
 from ..core import checks as V
 from ..core.design import Design, designs_of
 from ..core.ties import argmax_tol
-from .predict import check_designs, information, population_draws, sequence_log_probs
+from .predict import check_designs, information, population_draws, prior_weights, sequence_log_probs
 
 if TYPE_CHECKING:
     from ..data import TrialData
@@ -84,19 +84,8 @@ def start(models: Sequence[str], prior: Mapping[str, float] | Sequence[float] | 
     names = [str(m) for m in models]
     if len(set(names)) != len(names):
         raise ValueError(f"models has a repeated name: {names}")
-    if prior is None:
-        w = np.ones(len(names))
-    elif isinstance(prior, Mapping):
-        if set(prior) != set(names):
-            raise ValueError(f"prior names {sorted(prior)} differ from the models {sorted(names)}")
-        w = np.array([prior[n] for n in names], dtype=float)
-    else:
-        w = np.asarray(list(prior), dtype=float)
-        if w.shape != (len(names),):
-            raise ValueError(f"prior has {w.size} weight(s) for {len(names)} model(s) {names}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(f"prior weights must be finite, non-negative and not all 0, got {w.tolist()}")
-    return {"version": _VERSION, "models": names, "prior": (w / w.sum()).tolist(),
+    w = prior_weights(prior, names)
+    return {"version": _VERSION, "models": names, "prior": w.tolist(),
             "draws": V.integer(draws, "draws", low=1), "seed": V.integer(seed, "seed", low=0),
             "choices": V.integer(choices, "choices", low=1), "participants": []}
 

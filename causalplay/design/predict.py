@@ -397,7 +397,10 @@ def information(log_p: torch.Tensor, prior: torch.Tensor | Sequence[float] | Non
     return _mi_terms(log_p.to(_F64), torch.log(w / w.sum())).sum(-1)
 
 
-def _log_prior(prior, names: list[str]) -> torch.Tensor:
+def prior_weights(prior, names: list[str]) -> np.ndarray:
+    """Prior weights of the models ``names``, normalised: ``None`` (uniform), a mapping name -> weight, or one weight
+    per model in order; ``ValueError`` naming what is wrong (other names, a count, a negative or non-finite weight,
+    all 0)."""
     if prior is None:
         w = np.ones(len(names))
     elif isinstance(prior, Mapping):
@@ -410,7 +413,11 @@ def _log_prior(prior, names: list[str]) -> torch.Tensor:
             raise ValueError(f"prior has {w.size} weight(s) for {len(names)} model(s) {names}")
     if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(f"prior weights must be finite, non-negative and not all 0, got {w.tolist()}")
-    return torch.log(torch.as_tensor(w / w.sum(), dtype=_F64))
+    return w / w.sum()
+
+
+def _log_prior(prior, names: list[str]) -> torch.Tensor:
+    return torch.log(torch.as_tensor(prior_weights(prior, names), dtype=_F64))
 
 
 def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared, leaves_out: list | None = None) -> torch.Tensor:
