@@ -81,8 +81,8 @@ class Config:
     """Start from tiny settings that run in seconds (checks the pipeline; name 'smoke')."""
     stages: tuple[Stage, ...] = STAGES
     models: tuple[str, ...] = ALL_MODELS
-    """Choice models to compare (modifiers such as 'eig_sweep+shared(gamma,stop_a)' too)."""
-    main_model: str = "eig_sweep_single+shared(gamma,stop_a)"
+    """Choice models to compare (options such as 'eig_sweep:shared=[gamma,stop_a]' too)."""
+    main_model: str = "eig_sweep_single:shared=[gamma,stop_a]"
     """Model of nuts, ppc and recovery: the cross-validated best, the two parameters the design cannot recover
     per participant shared."""
     judgement: Literal["sample", "softmax"] = "softmax"
@@ -492,7 +492,7 @@ def run(cfg: Config) -> dict:
                  "uniform_nats_per_choice": math.log(2**data.n_objects + 1), "cpu_count": os.cpu_count(),
                  "torch": torch.__version__, "skipped": {}}
     for m in cfg.models + (cfg.main_model,) + cfg.model_recovery_models:
-        get_model(m)  # fails early, naming the model and what is available (modifiers such as +shared(...) too)
+        get_model(m)  # fails early, naming the model and what is available (options such as :shared=[...] too)
     f = None
     for stage in (s for s in STAGES if s in cfg.stages):
         t0 = time.perf_counter()

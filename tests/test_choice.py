@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -188,14 +189,20 @@ def test_sweep_feature_by_hand(feats):
 
 
 def test_choice_models_take_the_packages_spec_grammar():
-    """``name:key=value`` (the grammar of agents and DAG agents) names the same models as the older ``+`` form."""
+    """``name:key=value`` (the grammar of agents and DAG agents) names the models; a modified model's name is its
+    spec; the deprecated ``+`` forms warn, naming that spec, and give the same model."""
     from causalplay.models.choice import get_model
 
-    pairs = [("eig_sweep:shared=['gamma','stop_a']:transfer=True", "eig_sweep+shared(gamma,stop_a)+transfer"),
-             ("eig_sweep:shared=gamma", "eig_sweep+shared(gamma)"), ("random:transfer=True", "random+transfer")]
+    pairs = [("eig_sweep:shared=[gamma,stop_a]:transfer=True", "eig_sweep+shared(gamma,stop_a)+transfer"),
+             ("eig_sweep:shared=[gamma]", "eig_sweep+shared(gamma)"), ("random:transfer=True", "random+transfer")]
     for spec, legacy in pairs:
-        a, b = get_model(spec), get_model(legacy)
-        assert a.name == b.name and [p.name for p in a.all_params()] == [p.name for p in b.all_params()]
+        a = get_model(spec)
+        warned = re.escape(f"deprecated and will be removed in 0.4; write {spec!r}")
+        with pytest.warns(DeprecationWarning, match=warned):
+            b = get_model(legacy)
+        assert a.name == b.name == spec and [p.name for p in a.all_params()] == [p.name for p in b.all_params()]
+    assert get_model("eig_sweep:shared=gamma").name == get_model("eig_sweep:shared=['gamma']").name == \
+        "eig_sweep:shared=[gamma]"
     assert get_model("eig_sweep:judgement=softmax").judgement.name == "softmax"
     with pytest.raises(ValueError, match=r"choice model option\(s\) \['bogus'\] in 'eig_sweep:bogus=1'"):
         get_model("eig_sweep:bogus=1")

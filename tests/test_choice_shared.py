@@ -1,6 +1,7 @@
-"""``ChoiceModel.with_shared``: participant-level parameters made one value for everybody (``+shared(a,b)``)."""
+"""``ChoiceModel.with_shared``: participant-level parameters made one value for everybody (``:shared=['a','b']``)."""
 
 import pickle
+import warnings
 
 import pyro
 import pytest
@@ -12,7 +13,7 @@ from causalplay.data import load_nexiom
 from causalplay.fitting import Parameterisation
 from causalplay.fitting.inference import log_density, pyro_model
 
-NAME = "eig_sweep+shared(gamma,stop_a)"
+NAME = "eig_sweep:shared=[gamma,stop_a]"
 
 
 @pytest.fixture(scope="module")
@@ -31,22 +32,33 @@ def test_levels_sites_and_names():
     sites = Parameterisation(m, True, 5).sites()
     assert sites["gamma_raw"] == () and sites["stop_a_raw"] == () and sites["beta_z"] == (5,)
     assert not {"gamma_mu", "gamma_logsigma", "gamma_z", "stop_a_z"} & set(sites)
-    # names round-trip through get_model in either modifier order, and survive pickling (worker processes)
-    assert get_model(m.name).name == NAME
-    t = get_model("eig_sweep+shared(gamma)+transfer").with_shared("stop_a")
+    # names round-trip through get_model in either option order, and survive pickling (worker processes)
+    assert get_model(m.name).name == NAME == get_model("eig_sweep:shared=['stop_a','gamma']").name
+    t = get_model("eig_sweep:transfer=True:shared=gamma").with_shared("stop_a")
+    assert t.name == "eig_sweep:shared=[gamma,stop_a]:transfer=True"
     assert t.transfer and t.shared == {"gamma", "stop_a"} and get_model(t.name).shared == t.shared
     p = pickle.loads(pickle.dumps(m))
     assert p.name == NAME and p.shared == {"gamma", "stop_a"}
 
 
-@pytest.mark.parametrize("bad, match", [("eig_sweep+shared(rho)", r"\['rho'\].*participant-level parameters "
-                                                                  r"\['beta', 'delta', 'gamma', 'stop_a'\]"),
-                                        ("eig_sweep+shared(beta)+shared(beta)", r"\['beta'\]"),
-                                        ("eig_sweep+shared()", "non-empty"),
-                                        ("eig_sweep+pooled", "unknown modifier '\\+pooled'"),
-                                        ("eig_sweep+shared(gamma", r"unknown modifier '\+shared\(gamma'")])
+@pytest.mark.parametrize("bad, match", [("eig_sweep:shared=rho", r"\['rho'\].*participant-level parameters "
+                                                                 r"\['beta', 'delta', 'gamma', 'stop_a'\]"),
+                                        ("eig_sweep:shared=[]", "non-empty"),
+                                        ("eig_sweep:shared=beta:shared=beta", "'shared' is given twice"),
+                                        ("eig_sweep:transfer=yes", "transfer='yes'.*expected True or False"),
+                                        ("eig_sweep:pooled=True", r"option\(s\) \['pooled'\]"),
+                                        ("eig_sweep:shared=['gamma'", "unbalanced brackets")])
 def test_bad_names_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
+        get_model(bad)
+
+
+@pytest.mark.parametrize("bad, match", [("eig_sweep+shared()", "non-empty"),
+                                        ("eig_sweep+pooled", "unknown modifier '\\+pooled'"),
+                                        ("eig_sweep+shared(gamma", r"unknown modifier '\+shared\(gamma'")])
+def test_bad_deprecated_names_are_refused(bad, match):
+    with pytest.raises(ValueError, match=match), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
         get_model(bad)
 
 

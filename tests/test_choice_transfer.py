@@ -111,8 +111,8 @@ def test_transfer_weight_mixes_the_priors():
     d = _data()
     feats = build_features(d, LearnerConfig(transfer=True))
     tr = transferred_rule_priors(d)
-    cm = get_model("eig_sweep+transfer")
-    assert cm.name == "eig_sweep+transfer" and "transfer" in [p.name for p in cm.all_params()]
+    cm = get_model("eig_sweep:transfer=True")
+    assert cm.name == "eig_sweep:transfer=True" and "transfer" in [p.name for p in cm.all_params()]
     assert "transfer" not in [p.name for p in get_model("eig_sweep").all_params()]
     P = feats.n_participants
     w, rho = 0.3, -0.4
@@ -137,7 +137,7 @@ def test_transfer_gradient_and_a_small_fit():
     from causalplay.fitting import SVIOptions, fit
 
     d = _data()
-    f = fit(d, "eig_softmax+transfer", method="svi", svi=SVIOptions(steps=60, draws=20),
+    f = fit(d, "eig_softmax:transfer=True", method="svi", svi=SVIOptions(steps=60, draws=20),
             learner=LearnerConfig(transfer=True), hierarchical=False)
     assert "transfer" in f.idata.posterior and f.idata.posterior["transfer"].shape[-1] == len(d.ids)
     assert np.isfinite(f.idata.posterior["transfer"].values).all()
@@ -151,7 +151,7 @@ def test_bad_input():
         build_features(d, rule_prior={"L1r2": 1.5})
     with pytest.raises(ValueError, match="needs features with a transferred rule prior"):
         feats = build_features(d)
-        cm = get_model("eig_softmax+transfer")
+        cm = get_model("eig_softmax:transfer=True")
         theta = {k.name: torch.full((len(d.ids),), 0.5, dtype=torch.float64) for k in cm.all_params()}
         cm.log_probs(feats, theta)
     single = TrialData(d.participants.drop(columns=["learner", "round"]), d.tests, 2, [], "one round")
@@ -166,13 +166,13 @@ def _rules(b) -> np.ndarray:
 
 
 def _two_rounds(w: float, P: int = 30, alpha: float = 0.2) -> TrialData:
-    """P learners (half conjunctive, half disjunctive machines, 3 objects) simulated by ``eig_softmax+transfer``
+    """P learners (half conjunctive, half disjunctive machines, 3 objects) simulated by ``eig_softmax:transfer=True``
     with weight ``w``: a long round 1 (stop_a = -4), then a short round 2 (stop_a = 0) that starts from the
     transferred prior (rule weights ~ Dirichlet(alpha))."""
     from causalplay.core.overhypothesis import SequenceBatch, infer_overhypothesis
     from causalplay.fitting.simulation import simulate
 
-    cm = get_model("eig_softmax+transfer")
+    cm = get_model("eig_softmax:transfer=True")
     worlds = [("conjunctive", (0, 1)) if i % 2 else ("disjunctive", (0,)) for i in range(P)]
     th = {"beta": 2.0, "rho": 0.0, "transfer": w, "stop_a": -4.0, "stop_h": 0.0, "stop_t": 0.0, "lapse": 0.05,
           "judge_lapse": 0.05}
@@ -201,7 +201,7 @@ def test_transfer_weight_recovery_smoke():
 
     mu = {}
     for w in (0.05, 0.95):
-        f = fit(_two_rounds(w), "eig_softmax+transfer", method="svi", svi=SVIOptions(steps=600, draws=100),
+        f = fit(_two_rounds(w), "eig_softmax:transfer=True", method="svi", svi=SVIOptions(steps=600, draws=100),
                 learner=LearnerConfig(transfer=True, transfer_concentration=0.2), hierarchical=True)
         mu[w] = float(f.idata.posterior["transfer_mu"].mean())
     assert mu[0.95] - mu[0.05] > 1.0, mu

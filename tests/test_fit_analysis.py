@@ -4,6 +4,7 @@ pilot skips the stages that need more participants and says why, and bad folders
 problem."""
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_help(script, capsys):
     assert "--data" in capsys.readouterr().out
 
 
-def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
+def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys, caplog):
     d = load_nexiom()
     folder = _write_folder(d.subset(d.ids[:12]), tmp_path / "mylab")
     script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out")])
@@ -78,7 +79,7 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     # retry ladder's 0.95 after 0.9 -- unless its first attempt found participant-level parameters the data do
     # not set (pooling factor >= 0.9), which smaller steps cannot fix: then fit stops after that attempt
     na = pd.read_csv(out / "nuts_all.csv", keep_default_na=False)
-    assert list(dict.fromkeys(na["model"])) == ["random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"]
+    assert list(dict.fromkeys(na["model"])) == ["random:shared=[stop_a]", "eig_sweep:shared=[gamma,stop_a]"]
     for _, g in na.groupby("model", sort=False):
         ladder = [0.9] if g["unidentified"].iloc[0] else [0.9, 0.95]
         assert list(g["target_accept"]) == ladder, g
@@ -94,8 +95,9 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
     assert (out / "nuts_all.csv").read_text() == before
     # model recovery resumes the same way: both (true model, data set) rows kept, their confusion unchanged
     before, conf = (out / "model_recovery.csv").read_text(), (out / "confusion.csv").read_text()
-    script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models"])
-    assert capsys.readouterr().out.count("already in") == 2
+    with caplog.at_level(logging.INFO, logger="causalplay.fitting.workflows"):  # model_recovery logs its progress
+        script.main(["--smoke", "--data", str(folder), "--out", str(tmp_path / "out"), "--stages", "models"])
+    assert caplog.text.count("already in") == 2
     assert (out / "model_recovery.csv").read_text() == before and (out / "confusion.csv").read_text() == conf
     # ... and refuses to mix in rows scored another way
     with pytest.raises(ValueError, match="folds \\[1\\], not 2"):
@@ -116,8 +118,8 @@ def test_all_stages_on_a_tiny_data_folder(script, tmp_path, capsys):
 
 
 def test_nuts_all_shares_only_the_parameters_a_model_has(script):
-    assert script.with_shared("random", ("gamma", "stop_a")) == "random+shared(stop_a)"
-    assert script.with_shared("eig_size", ("gamma", "stop_a")) == "eig_size+shared(gamma,stop_a)"
+    assert script.with_shared("random", ("gamma", "stop_a")) == "random:shared=[stop_a]"
+    assert script.with_shared("eig_size", ("gamma", "stop_a")) == "eig_size:shared=[gamma,stop_a]"
     assert script.with_shared("eig_sweep", ()) == "eig_sweep"
     assert script.parse_args(["--nuts-shared"]).nuts_shared == ()
     assert script.parse_args(["--nuts-shared", "stop_a", "gamma"]).nuts_shared == ("stop_a", "gamma")
@@ -362,7 +364,7 @@ def test_nuts_all_tabulates_every_attempt_of_fits_retry_ladder_and_resumes_by_mo
     cfg = replace(script.SMOKE, models=("random", "eig_sweep"), nuts_retry_target_accept=(0.95, 0.99))
     res = {}
     script.stage_nuts_all(cfg, None, tmp_path, res)
-    r, e = "random+shared(stop_a)", "eig_sweep+shared(gamma,stop_a)"
+    r, e = "random:shared=[stop_a]", "eig_sweep:shared=[gamma,stop_a]"
     assert calls == [(r, (0.95, 0.99)), (e, (0.95, 0.99))]  # the ladder is fit's, from --nuts-retry-target-accept
     assert res["nuts_all"]["all_ok"] is True and res["nuts_all"]["converged"] == {r: True, e: True}
     table = pd.read_csv(tmp_path / "nuts_all.csv")

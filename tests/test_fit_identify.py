@@ -66,7 +66,7 @@ def test_unidentified_parameters_stop_the_ladder_and_name_the_shared_model(small
     assert f.extra["attempts"] == [] and f.options.target_accept == 0.9  # no retries at 0.95 and 0.99
     msg = str(rec[-1].message)
     assert "stop_a (pooling factor" in msg and "is not identified per participant" in msg
-    assert "model='random+shared(stop_a)'" in msg
+    assert "model='random:shared=[stop_a]'" in msg
     assert "the retries at 0.95, 0.99 are skipped" in caplog.text
     d = f.diagnostics(warn=False)
     assert set(d["pooling"]) == {"stop_a"} and d["unidentified"] == d["pooling"]

@@ -1,5 +1,5 @@
 """Parameter recovery at realistic population values: eig_sweep (tempered judgements), and the cross-validated best
-model eig_sweep_single+shared(gamma,stop_a) at the values of its NUTS fit (``recover_best``, below).
+model eig_sweep_single:shared=[gamma,stop_a] at the values of its NUTS fit (``recover_best``, below).
 
 Population: the group-level posterior means of a hierarchical fit to the 78 Nexiom adults (SVI, 1500 steps,
 ``runs/i13/svi_all.py`` in the issue-13 note): beta_mu 1.19 / sigma 0.74 (log beta), gamma -0.17 / 0.20,
@@ -64,11 +64,11 @@ def test_eig_sweep_parameters_are_recovered_at_fitted_values():
     assert abs(r["stop_h"] - SHARED["stop_h"]) < 0.5
 
 
-# The cross-validated best model, eig_sweep_single+shared(gamma,stop_a), at the group-level posterior means of its
+# The cross-validated best model, eig_sweep_single:shared=[gamma,stop_a], at the group-level posterior means of its
 # NUTS fit to the 78 adults (4 x 1000 draws, R-hat 1.006; docs/human-data.md): log beta 0.858 / 0.541, delta 3.338
 # / 1.923, kappa 2.036 / 2.178; shared gamma 0.102, stop_a -2.492, rho -0.528, stop_h -0.767, stop_t 0.040;
 # lapse, judge_beta and judge_lapse at the transformed means of their unconstrained sites.
-BEST = "eig_sweep_single+shared(gamma,stop_a)"
+BEST = "eig_sweep_single:shared=[gamma,stop_a]"
 POP_BEST = {"beta": (0.858, 0.541, "exp"), "delta": (3.338, 1.923, None), "kappa": (2.036, 2.178, None)}
 SHARED_BEST = {"gamma": 0.102, "stop_a": -2.492, "rho": -0.528, "stop_h": -0.767, "stop_t": 0.040,
                "lapse": float(torch.sigmoid(torch.tensor(-4.371))), "judge_beta": float(np.exp(1.318)),

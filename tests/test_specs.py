@@ -10,7 +10,9 @@ from causalplay.core.specs import format_spec, parse_spec, split_specs
 
 @pytest.mark.parametrize("options, text", [
     ({}, "eig"),
-    ({"shared": ["gamma", "stop_a"]}, "eig:shared=['gamma','stop_a']"),
+    ({"shared": ["gamma", "stop_a"]}, "eig:shared=[gamma,stop_a]"),  # a list of bare strings
+    ({"names": ["a b", "c"]}, "eig:names=['a b','c']"),  # one needs quotes: a literal
+    ({"mixed": ["x", 1, None]}, "eig:mixed=[x,1,None]"),
     ({"path": "runs/rl/ppo", "name": "ppo-s1"}, "eig:name=ppo-s1:path=runs/rl/ppo"),  # keys sorted, bare strings
     ({"path": "C:/runs/a,b"}, "eig:path='C:/runs/a,b'"),  # ':' and ',' would split the spec: quoted
     ({"model": "1"}, "eig:model='1'"),  # bare 1 would read as an int

@@ -111,7 +111,7 @@ def _known(family: str) -> dict[str, type[Agent] | str | Plugin]:
 
 def resolve_agent_name(name: str, family: str = "blicket") -> str:
     """``name``, or the name that replaced it when ``family`` lists it among its former agent names
-    (:attr:`TaskFamily.deprecated_agents <causalplay.envs.families.TaskFamily>`), with a ``DeprecationWarning``
+    (``deprecated_agents`` of its :class:`~causalplay.envs.families.TaskFamily`), with a ``DeprecationWarning``
     naming the new one. A family's former names are its own and come before plug-ins' names.
 
     Examples

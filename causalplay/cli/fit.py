@@ -34,7 +34,7 @@ def check_data_cmd(
 
 def parse_models(value: str) -> list[str]:
     """The choice models of a ``--models`` option (``causalplay fit`` and ``design``): comma-separated; commas
-    inside quotes or brackets (``shared=['a','b']``, ``+shared(a,b)``) belong to the spec."""
+    inside quotes or brackets (``shared=[a,b]``) belong to the spec."""
     from causalplay.core.specs import split_specs
     from causalplay.models.choice import get_model
 
@@ -53,7 +53,7 @@ def parse_models(value: str) -> list[str]:
 def fit_cmd(
     data: Annotated[Path, typer.Option(help="Folder with participants.csv and tests.csv.", **EXISTING_FOLDER)],
     models: Annotated[str, typer.Option(help="Comma-separated choice models (causalplay.models.choice; "
-                                             "modifiers such as eig_sweep+shared(gamma,stop_a) too).")
+                                             "options such as eig_sweep:shared=[gamma,stop_a] too).")
                       ] = "eig_sweep_single,eig_sweep,random",
     method: Annotated[str, typer.Option(help="svi (seconds to minutes: rank models) or nuts (the paper's "
                                              "posterior).")] = "svi",
@@ -133,7 +133,7 @@ def _executor(workers: int):
     return make_executor("process" if workers > 1 else "serial", workers if workers > 1 else None)
 
 
-_MODELS_HELP = "Comma-separated choice models (modifiers such as eig_sweep+shared(gamma,stop_a) too)."
+_MODELS_HELP = "Comma-separated choice models (options such as eig_sweep:shared=[gamma,stop_a] too)."
 
 
 def fit_cv_cmd(

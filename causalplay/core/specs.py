@@ -1,8 +1,9 @@
 """The one spec grammar: ``name:key=value:key=value`` names an agent (Blicket, causal-DAG, physics) or a choice
 model with options, e.g. ``planner:depth=2`` or ``llm:model=m:base_url='http://h:8000/v1'``.
 
-Values are Python literals (``depth=2``, ``oracle_beliefs=False``, ``cache=None``, ``[1, 2]``) or bare strings
-(``model=gpt-4o-mini``, ``path=runs/rl/ppo``); a value that contains ``:`` or ``,`` must be quoted. A spec is parsed
+Values are Python literals (``depth=2``, ``oracle_beliefs=False``, ``cache=None``, ``[1, 2]``), bare strings
+(``model=gpt-4o-mini``, ``path=runs/rl/ppo``) or lists of bare strings (``shared=[gamma,stop_a]``); a value that
+contains ``:`` or ``,`` must be quoted. A spec is parsed
 once into a :class:`Spec` -- hashable and picklable, so benchmark workers receive it as it is -- and a list of specs
 is split at commas outside quotes and brackets (:func:`split_specs`).
 
@@ -87,6 +88,9 @@ def _parse_value(value: str, opt: str, spec: str, what: str):
     try:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError):
+        if value[0] == "[" and value[-1] == "]" and not set(value[1:-1]) & set("'\"()[]{}"):
+            # a list of bare strings (and plain literals): shared=[gamma,stop_a]
+            return [_parse_value(v.strip(), opt, spec, what) for v in value[1:-1].split(",") if v.strip()]
         if value[0] in "'\"([{":  # meant as a literal (quoted string, list, ...) but not a valid one
             raise ValueError(f"{what} option {opt!r} in {spec!r}: {value!r} is not a valid Python literal") from None
         if any(c in value for c in "'\"") or any(c.isspace() for c in value):
@@ -164,13 +168,25 @@ def _literal(value: object, where: str) -> str:
                     "bool, int, float, str, or a list, tuple or dict of those")
 
 
+def _bare(value: object) -> bool:
+    """A string that reads back as itself when written without quotes."""
+    if not isinstance(value, str) or not value or (_UNSAFE_BARE & set(value)) or any(c.isspace() for c in value):
+        return False
+    try:
+        ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return True  # e.g. gpt-4o-mini, runs/rl/ppo
+    return False  # '1', 'True': would read back as another type
+
+
 def _value(value: object, where: str) -> str:
-    """A bare string where it reads back as the same string, else a literal."""
-    if isinstance(value, str) and value and not (_UNSAFE_BARE & set(value)) and not any(c.isspace() for c in value):
-        try:
-            ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            return value  # e.g. gpt-4o-mini, runs/rl/ppo: a bare string that parses as itself
+    """A bare string where it reads back as the same string, a list of them as ``[a,b]``, else a literal."""
+    if _bare(value):
+        return value
+    if isinstance(value, list) and any(_bare(v) for v in value) and all(
+            _bare(v) or (v is None or isinstance(v, bool | int | float)) and v == v and abs(v or 0) != float("inf")
+            for v in value):
+        return "[" + ",".join(v if _bare(v) else _literal(v, where) for v in value) + "]"
     return _literal(value, where)
 
 
@@ -178,13 +194,15 @@ def format_spec(name: str, /, **options: object) -> str:
     """The spec text for ``name`` with ``options``, in the one grammar: ``name:key=value:...``, keys sorted.
 
     Values are written so that :func:`parse_spec` reads each back as itself: strings bare where that is unambiguous
-    (``model=gpt-4o-mini``), otherwise quoted (a path with ``:``, ``'True'``, ``'1'``); lists, tuples and dicts as
-    compact literals (``shared=['gamma','stop_a']``). Options whose value is ``None`` are written (``cache=None``).
+    (``model=gpt-4o-mini``), otherwise quoted (a path with ``:``, ``'True'``, ``'1'``); a list of such strings
+    without quotes (``shared=[gamma,stop_a]``, which :func:`parse_spec` reads as a list of strings); other lists,
+    tuples and dicts as compact literals (``x=[1,2.5]``, ``names=['a b','c']``). Options whose value is ``None``
+    are written (``cache=None``).
 
     Examples
     --------
     >>> format_spec("eig_sweep", shared=["gamma", "stop_a"])
-    "eig_sweep:shared=['gamma','stop_a']"
+    'eig_sweep:shared=[gamma,stop_a]'
     >>> format_spec("rl", path="C:/runs/ppo", name="ppo-s1")
     "rl:name=ppo-s1:path='C:/runs/ppo'"
     >>> parse_spec(format_spec("llm", model="1")).kwargs

@@ -11,7 +11,7 @@ value is set by their own data (no pooling); near 1: the participants' values ar
 say next to nothing about who differs from whom (complete pooling). With ~8 choices per participant the Nexiom
 design leaves ``gamma`` and ``stop_a`` there (their recovery correlations are 0.3-0.45 and 0.1-0.3). Such a
 parameter costs NUTS long, badly mixing chains for nothing the data can show; sharing it (one value for everybody,
-``"<model>+shared(name)"``) loses no held-out accuracy on those data and converges.
+``"<model>:shared=[name]"``) loses no held-out accuracy on those data and converges.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
         Participants who have not stopped by then stop (a design's own ``max_tests`` wins where it sets one).
     rule_prior : sequence of float or None, optional
         One per participant: the transferred ``P(conjunctive)`` that participant starts from (a later round of
-        multi-round data; used in full, or mixed by the ``transfer`` weight of a ``+transfer`` model), or None
+        multi-round data; used in full, or mixed by the ``transfer`` weight of a ``transfer=True`` model), or None
         for the fitted ``sigmoid(rho)``.
     n_blickets : sequence of int or None, optional
         One per participant: the number of blickets that participant is told (the learner's set prior is that

@@ -25,9 +25,9 @@ eig_plus_sweep     beta * EIG + delta * sweep                    (ablation)
 
 from __future__ import annotations
 
-import re
+import warnings
 
-from causalplay.core.specs import Spec, parse_spec
+from causalplay.core.specs import Spec, format_spec, parse_spec
 
 from .base import (
     RULE_PARAMS,
@@ -80,39 +80,54 @@ def get_model(name: str | ChoiceModel | Spec, judgement: str | JudgementModel | 
     """The registered model ``name`` (or ``name`` itself if it is a ChoiceModel), optionally with another
     judgement model (``"sample"`` or ``"softmax"``).
 
-    ``name`` is a spec in the package's one grammar (:mod:`causalplay.core.specs`): ``"eig_sweep"``,
-    ``"eig_sweep:transfer=True"`` (the weight of a rule prior transferred from earlier rounds;
-    :meth:`ChoiceModel.with_transfer`, multi-round data, ``LearnerConfig(transfer=True)``),
-    ``"eig_sweep:shared=['gamma','stop_a']"`` (participant-level parameters shared by everybody;
-    :meth:`ChoiceModel.with_shared`), ``"eig_sweep:judgement=softmax"``. The older forms ``"<name>+transfer"`` and
-    ``"<name>+shared(a,b)"`` (in either order) name the same models.
+    ``name`` is a spec in the package's one grammar (:mod:`causalplay.core.specs`; build one with
+    :func:`~causalplay.core.specs.format_spec`): ``"eig_sweep"``, ``"eig_sweep:transfer=True"`` (the weight of a rule
+    prior transferred from earlier rounds; :meth:`ChoiceModel.with_transfer`, multi-round data,
+    ``LearnerConfig(transfer=True)``), ``"eig_sweep:shared=['gamma','stop_a']"`` (participant-level parameters shared
+    by everybody; :meth:`ChoiceModel.with_shared`), ``"eig_sweep:judgement=softmax"``. A modified model's ``name`` is
+    the spec that builds it again. The forms ``"<name>+transfer"`` and ``"<name>+shared(a,b)"`` are deprecated
+    (they warn and name their spec; removed in 0.4).
     """
     if isinstance(name, ChoiceModel):
         cm = name
-    elif isinstance(name, Spec) or (isinstance(name, str) and "+" not in name):
+    elif isinstance(name, str) and "+" in name and name.split("+", 1)[0] in REGISTRY:
+        return get_model(_plus_form(name), judgement)
+    elif isinstance(name, Spec | str):
         spec = parse_spec(name, REGISTRY, "choice model")
         opts = spec.kwargs
         if bad := sorted(set(opts) - {"transfer", "shared", "judgement"}):
             raise ValueError(f"choice model option(s) {bad} in {str(spec)!r}; expected transfer=, shared=, judgement=")
         cm = REGISTRY[spec.name]
-        if opts.get("shared"):
-            cm = cm.with_shared(opts["shared"])  # a name or a list of them
+        if "shared" in opts:
+            cm = cm.with_shared(opts["shared"])  # a name or a list of them (an empty one is refused there)
+        if not isinstance(opts.get("transfer", False), bool):
+            raise ValueError(f"choice model option transfer={opts['transfer']!r} in {str(spec)!r}; expected True "
+                             "or False")
         if opts.get("transfer"):
             cm = cm.with_transfer()
         judgement = opts.get("judgement", judgement)
-    elif isinstance(name, str) and (base := name.split("+", 1)[0]) in REGISTRY:
-        cm = REGISTRY[base]
-        for mod in re.findall(r"\+(transfer|shared\([^()]*\)|[^+]*)", name[len(base):]):
-            if mod == "transfer":
-                cm = cm.with_transfer()
-            elif mod.startswith("shared(") and mod.endswith(")"):  # "shared(a" falls to the catch-all: refused
-                cm = cm.with_shared([n.strip() for n in mod[7:-1].split(",") if n.strip()])
-            else:
-                raise ValueError(f"unknown modifier {'+' + mod!r} in choice model {name!r}; expected "
-                                 "'+transfer' or '+shared(param,...)'")
     else:
         raise ValueError(f"unknown choice model {name!r}; available: {available_models()}")
     return cm if judgement is None else cm.with_judgement(judgement)
+
+
+def _plus_form(name: str) -> str:
+    """The spec of a deprecated ``<name>+transfer+shared(a,b)`` form, with a warning that names it."""
+    base, _, rest = name.partition("+")
+    opts: dict = {}
+    for mod in rest.split("+"):
+        if mod == "transfer":
+            opts["transfer"] = True
+        elif mod.startswith("shared(") and mod.endswith(")"):
+            opts["shared"] = sorted({*opts.get("shared", ()), *(n.strip() for n in mod[7:-1].split(",") if n.strip())})
+        else:
+            raise ValueError(f"unknown modifier {'+' + mod!r} in choice model {name!r}; expected "
+                             "'+transfer' or '+shared(param,...)' (deprecated; write e.g. "
+                             "\"eig_sweep:shared=['gamma']:transfer=True\")")
+    spec = format_spec(base, **opts)
+    warnings.warn(f"choice model {name!r}: the '+' form is deprecated and will be removed in 0.4; write {spec!r}",
+                  DeprecationWarning, stacklevel=3)
+    return spec
 
 
 def available_models() -> list[str]:

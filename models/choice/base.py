@@ -22,7 +22,7 @@ Every choice model shares, so that models differ **only in how they score the ob
 *transferred* from the person's rounds ``1 .. r - 1`` -- the exact predictive rule probabilities of
 :func:`causalplay.infer_overhypothesis` (rule weights ``~ Dirichlet(transfer_concentration)``) under the
 learner's own assumptions (blicket prior, noise). A model used as is (``get_model("eig_sweep")``) then takes the
-transferred prior in full on those rounds; ``get_model("eig_sweep+transfer")`` adds the participant-level
+transferred prior in full on those rounds; ``get_model("eig_sweep:transfer=True")`` adds the participant-level
 weight ``transfer`` in (0, 1) and uses ``P(conj) = transfer * q + (1 - transfer) * sigmoid(rho)`` (``q`` the
 transferred value), so ``transfer = 0`` is "learns nothing across rounds" and ``1`` is the ideal learner.
 
@@ -33,7 +33,6 @@ registry in :mod:`causalplay.models.choice` lists every model by name.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -44,6 +43,7 @@ from causalplay.core.eig import eig_bits
 from causalplay.core.exact import entropy_bits, log_likelihood
 from causalplay.core.history import History, HistoryBatch, set_to_code
 from causalplay.core.spec import HypothesisSpace, WorldSpec
+from causalplay.core.specs import format_spec, parse_spec
 
 from .judgement import PosteriorSampling, get_judgement
 from .params import JudgementModel, Param
@@ -60,7 +60,7 @@ LEARNER_RULES = ("disjunctive", "conjunctive")  # the learner's rule order (hypo
 
 TRANSFER_PARAMS = (
     Param("transfer", 0.0, 1.5, "sigmoid", doc="weight of the rule prior transferred from earlier rounds against "
-          "sigmoid(rho); rounds > 1 only (a '+transfer' model)"),
+          "sigmoid(rho); rounds > 1 only (a ``transfer=True`` model)"),
 )
 RULE_PARAMS = (
     Param("rho", 0.0, 1.5, level="shared", doc="logit of the learner's prior P(conjunctive), shared by everybody"),
@@ -336,7 +336,7 @@ def participant_rule_prior(feats: Features, rho: torch.Tensor, pid: torch.Tensor
     base = torch.stack([F.logsigmoid(-rho), F.logsigmoid(rho)], -1)  # log (P(disjunctive), P(conjunctive))
     if feats.rule_prior is None:
         if transfer is not None:
-            raise ValueError("a '+transfer' model needs features with a transferred rule prior: build them with "
+            raise ValueError("a transfer=True model needs features with a transferred rule prior: build them with "
                              "LearnerConfig(transfer=True) on multi-round data (learner and round columns)")
         return base
     if pid is None:
@@ -378,13 +378,13 @@ class ChoiceModel:
     params: tuple[Param, ...] = ()
     judgement: JudgementModel | None = None
 
-    #: True for a ``+transfer`` model (:meth:`with_transfer`)
+    #: True for a ``transfer=True`` model (:meth:`with_transfer`)
     transfer: bool = False
     #: participant-level parameters made one value for everybody (:meth:`with_shared`)
     shared: frozenset = frozenset()
 
     def all_params(self) -> tuple[Param, ...]:
-        """Set-choice parameters, then the shared rule prior (and the transfer weight of a ``+transfer`` model),
+        """Set-choice parameters, then the shared rule prior (and the transfer weight of a ``transfer=True`` model),
         stopping, lapse and judgement parameters (those named in :attr:`shared` at ``level="shared"``)."""
         ps = (tuple(self.params) + RULE_PARAMS + (TRANSFER_PARAMS if self.transfer else ()) + STOP_PARAMS
               + tuple(self.judge.params))
@@ -397,7 +397,7 @@ class ChoiceModel:
         return new
 
     def with_shared(self, names) -> ChoiceModel:
-        """A copy named ``<name>+shared(a,b)`` in which the participant-level parameters ``names`` take one value
+        """A copy named ``<name>:shared=['a','b']`` in which the participant-level parameters ``names`` take one value
         for everybody.
 
         For parameters the design cannot recover per participant (their fitted population spread is near 0, so a
@@ -413,20 +413,25 @@ class ChoiceModel:
                              f"expected a non-empty subset of its participant-level parameters {choices}")
         new = self._copy()
         new.shared = self.shared | names
-        base = re.sub(r"\+shared\([^()]*\)", "", self.name)
-        new.name = f"{base}+shared({','.join(sorted(new.shared))})"
+        new.name = self._spec_name(shared=sorted(new.shared))
         return new
 
     def with_transfer(self) -> ChoiceModel:
-        """A copy named ``<name>+transfer`` with the participant-level weight ``transfer`` of the rule prior
+        """A copy named ``<name>:transfer=True`` with the participant-level weight ``transfer`` of the rule prior
         transferred from earlier rounds (see the module docstring); fit it on features built with
         ``LearnerConfig(transfer=True)``."""
         if self.transfer:
             return self
         new = self._copy()
         new.transfer = True
-        new.name = f"{self.name}+transfer"
+        new.name = self._spec_name(transfer=True)
         return new
+
+    def _spec_name(self, **options) -> str:
+        """This model's name as a spec with ``options`` set (the one grammar,
+        :func:`causalplay.core.specs.format_spec`), so a modified model's name is the spec that builds it again."""
+        spec = parse_spec(self.name, what="choice model")
+        return format_spec(spec.name, **{**spec.kwargs, **options})
 
     @property
     def judge(self) -> JudgementModel:
