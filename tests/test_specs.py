@@ -12,7 +12,7 @@ from causalplay.core.specs import format_spec, parse_spec, split_specs
     ({}, "eig"),
     ({"shared": ["gamma", "stop_a"]}, "eig:shared=[gamma,stop_a]"),  # a list of bare strings
     ({"names": ["a b", "c"]}, "eig:names=['a b','c']"),  # one needs quotes: a literal
-    ({"mixed": ["x", 1, None]}, "eig:mixed=[x,1,None]"),
+    ({"mixed": ["x", 1, None]}, "eig:mixed=['x',1,None]"),  # only a list of names goes unquoted
     ({"path": "runs/rl/ppo", "name": "ppo-s1"}, "eig:name=ppo-s1:path=runs/rl/ppo"),  # keys sorted, bare strings
     ({"path": "C:/runs/a,b"}, "eig:path='C:/runs/a,b'"),  # ':' and ',' would split the spec: quoted
     ({"model": "1"}, "eig:model='1'"),  # bare 1 would read as an int
@@ -41,6 +41,13 @@ def test_any_options_round_trip(options):
     back = parse_spec(text)
     assert back.name == "agent" and back.kwargs == options
     assert format_spec("agent", **back.kwargs) == text  # canonical: formatting is idempotent
+
+
+def test_a_list_of_names_needs_no_quotes_but_an_expression_is_refused():
+    assert parse_spec("eig:shared=[gamma, stop_a]").kwargs == {"shared": ["gamma", "stop_a"]}
+    assert parse_spec("eig:x=[a,2,None]").kwargs == {"x": ["a", 2, None]}
+    with pytest.raises(ValueError, match="is not a valid Python literal"):
+        parse_spec("planner:depth=[2+]")
 
 
 @pytest.mark.parametrize("name, options, error, match", [

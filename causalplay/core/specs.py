@@ -2,7 +2,7 @@
 model with options, e.g. ``planner:depth=2`` or ``llm:model=m:base_url='http://h:8000/v1'``.
 
 Values are Python literals (``depth=2``, ``oracle_beliefs=False``, ``cache=None``, ``[1, 2]``), bare strings
-(``model=gpt-4o-mini``, ``path=runs/rl/ppo``) or lists of bare strings (``shared=[gamma,stop_a]``); a value that
+(``model=gpt-4o-mini``, ``path=runs/rl/ppo``) or lists of names (``shared=[gamma,stop_a]``); a value that
 contains ``:`` or ``,`` must be quoted. A spec is parsed
 once into a :class:`Spec` -- hashable and picklable, so benchmark workers receive it as it is -- and a list of specs
 is split at commas outside quotes and brackets (:func:`split_specs`).
@@ -14,6 +14,7 @@ colon, a string that reads as a number) always parses back as itself; never buil
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -81,6 +82,17 @@ def split_specs(text: str, what: str = "agent list") -> list[str]:
     return [s.strip() for s in _split_outside_quotes(text, ",", what) if s.strip()]
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # a list's bare items: parameter or agent names, not expressions
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return True
+
+
 def _parse_value(value: str, opt: str, spec: str, what: str):
     if not value:
         raise ValueError(f"{what} option {opt!r} in {spec!r} has an empty value; write key=value "
@@ -88,9 +100,10 @@ def _parse_value(value: str, opt: str, spec: str, what: str):
     try:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError):
-        if value[0] == "[" and value[-1] == "]" and not set(value[1:-1]) & set("'\"()[]{}"):
-            # a list of bare strings (and plain literals): shared=[gamma,stop_a]
-            return [_parse_value(v.strip(), opt, spec, what) for v in value[1:-1].split(",") if v.strip()]
+        items = [v.strip() for v in value[1:-1].split(",")] if value[0] == "[" and value[-1] == "]" else []
+        if items and all(_NAME.fullmatch(v) or _is_literal(v) for v in items):
+            # a list of names (and plain literals): shared=[gamma,stop_a]
+            return [v if _NAME.fullmatch(v) and not _is_literal(v) else ast.literal_eval(v) for v in items]
         if value[0] in "'\"([{":  # meant as a literal (quoted string, list, ...) but not a valid one
             raise ValueError(f"{what} option {opt!r} in {spec!r}: {value!r} is not a valid Python literal") from None
         if any(c in value for c in "'\"") or any(c.isspace() for c in value):
@@ -183,10 +196,9 @@ def _value(value: object, where: str) -> str:
     """A bare string where it reads back as the same string, a list of them as ``[a,b]``, else a literal."""
     if _bare(value):
         return value
-    if isinstance(value, list) and any(_bare(v) for v in value) and all(
-            _bare(v) or (v is None or isinstance(v, bool | int | float)) and v == v and abs(v or 0) != float("inf")
-            for v in value):
-        return "[" + ",".join(v if _bare(v) else _literal(v, where) for v in value) + "]"
+    if isinstance(value, list) and value and all(isinstance(v, str) and _bare(v) and _NAME.fullmatch(v)
+                                                 for v in value):
+        return "[" + ",".join(value) + "]"
     return _literal(value, where)
 
 
@@ -194,8 +206,8 @@ def format_spec(name: str, /, **options: object) -> str:
     """The spec text for ``name`` with ``options``, in the one grammar: ``name:key=value:...``, keys sorted.
 
     Values are written so that :func:`parse_spec` reads each back as itself: strings bare where that is unambiguous
-    (``model=gpt-4o-mini``), otherwise quoted (a path with ``:``, ``'True'``, ``'1'``); a list of such strings
-    without quotes (``shared=[gamma,stop_a]``, which :func:`parse_spec` reads as a list of strings); other lists,
+    (``model=gpt-4o-mini``), otherwise quoted (a path with ``:``, ``'True'``, ``'1'``); a list of names without
+    quotes (``shared=[gamma,stop_a]``, which :func:`parse_spec` reads as a list of strings); other lists,
     tuples and dicts as compact literals (``x=[1,2.5]``, ``names=['a b','c']``). Options whose value is ``None``
     are written (``cache=None``).
 
