@@ -96,3 +96,17 @@ def test_workflow_progress_goes_to_logging_not_stdout(capsys, caplog, monkeypatc
         workflows._log("[models] random #0: picked random", True)
     assert [r.getMessage() for r in caplog.records] == ["[models] random #0: picked random"]
     assert capsys.readouterr() == ("", "")
+
+
+def test_paired_se_by_hand():
+    """sqrt(P) * sd(d): d = (1, 3) has sd sqrt(2), so the SE of their sum is sqrt(2) * sqrt(2) = 2; one participant
+    has no spread to estimate."""
+    import math
+
+    import numpy as np
+
+    from causalplay.fitting.scoring import paired_se
+
+    assert paired_se(np.array([1.0, 3.0])) == pytest.approx(2.0, rel=1e-15)
+    assert paired_se(np.array([0.5, 0.5, 0.5])) == 0.0
+    assert math.isnan(paired_se(np.array([1.0])))

@@ -332,6 +332,7 @@ def pick(log_evidence, n_choices: Sequence[int] | None, models: Sequence[str], r
         with np.errstate(invalid="ignore"):
             total = torch.as_tensor(lp + ev.sum(0), dtype=_F64)
         return models[int(argmax_tol(torch.nan_to_num(total, nan=-math.inf)))]
+    from ..fitting.scoring import paired_se
     from ..fitting.workflows import one_se_pick
 
     n = float(np.sum(n_choices)) if n_choices is not None else float(len(ev))
@@ -340,5 +341,5 @@ def pick(log_evidence, n_choices: Sequence[int] | None, models: Sequence[str], r
     se = {}
     for j, m in enumerate(models):
         d = ev[:, j] - ev[:, b]
-        se[m] = float(math.sqrt(len(d)) * d.std(ddof=1)) / n if len(d) > 1 and np.all(np.isfinite(d)) else math.nan
+        se[m] = paired_se(d) / n if np.all(np.isfinite(d)) else math.nan
     return one_se_pick(nats, se, models)

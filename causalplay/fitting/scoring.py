@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..data import TrialData
     from .inference import Fit
 
-__all__ = ["Score", "Comparison", "heldout_score", "compare", "paired_difference", "ic_table",
+__all__ = ["Score", "Comparison", "heldout_score", "compare", "paired_difference", "paired_se", "ic_table",
            "PARETO_K_BAD"]
 
 PARETO_K_BAD = 0.7  # PSIS-LOO is unreliable for points above this (Vehtari et al. 2017/2024)
@@ -111,6 +111,12 @@ def heldout_score(fit: Fit, data: TrialData, *, n_draws: int = 400, n_new: int =
     return Score(float(lp.sum()), feats.n_decisions, pd.Series(lp.numpy(), index=feats.ids, name="log_p"), jt)
 
 
+def paired_se(d: np.ndarray) -> float:
+    """Standard error of the sum of per-participant differences ``d``: ``sqrt(P) * sd(d)`` (participants are the
+    independent units); NaN with fewer than 2."""
+    return float(math.sqrt(len(d)) * np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+
+
 def paired_difference(a: Score, b: Score, per_choice: bool = True) -> tuple[float, float]:
     """Difference ``a - b`` in held-out log predictive probability with its paired standard error.
 
@@ -121,7 +127,7 @@ def paired_difference(a: Score, b: Score, per_choice: bool = True) -> tuple[floa
     if list(a.per_participant.index) != list(b.per_participant.index):
         raise ValueError("paired_difference needs scores of the same participants in the same order")
     d = a.per_participant.to_numpy() - b.per_participant.to_numpy()
-    diff, se = float(d.sum()), float(math.sqrt(len(d)) * d.std(ddof=1)) if len(d) > 1 else float("nan")
+    diff, se = float(d.sum()), paired_se(d)
     if per_choice:
         return -diff / a.n_choices, se / a.n_choices
     return diff, se
