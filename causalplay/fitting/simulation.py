@@ -16,7 +16,7 @@ import torch
 
 from ..agents.base import Agent
 from ..core.beliefs import BatchBeliefs
-from ..core.codes import code_to_set, codes_to_vectors
+from ..core.codes import code_to_set, codes_to_vectors, set_to_code
 from ..core.spec import HypothesisSpace
 from ..envs.nexiom_core import NexiomBatch
 from ..envs.task import PlayerInfo, as_rows
@@ -130,7 +130,7 @@ class ChoiceModelAgent(Agent):
             for i in torch.nonzero(shown).flatten().tolist():
                 objects, lit[i] = self.demonstrations[i][k]
                 on[i, list(objects)] = True
-                self.tested[i, sum(1 << j for j in objects)] = True
+                self.tested[i, set_to_code(objects)] = True
             self.evidence.observe_(on, lit, shown)
         self.judged = torch.zeros(B, dtype=torch.long)
         self.choice: torch.Tensor | None = None
