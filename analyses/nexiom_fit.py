@@ -40,7 +40,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -147,8 +147,7 @@ def _svi(cfg: Config) -> SVIOptions:
 
 def _nuts(cfg: Config) -> NUTSOptions:
     return NUTSOptions(chains=cfg.nuts_chains, warmup=cfg.nuts_warmup, draws=cfg.nuts_draws,
-                       target_accept=cfg.nuts_target_accept, dense_mass=cfg.nuts_dense_mass,
-                       retry_target_accept=cfg.nuts_retry_target_accept)
+                       target_accept=cfg.nuts_target_accept, dense_mass=cfg.nuts_dense_mass)
 
 
 # ---- statistics of a data set (people or simulated) ---------------------------------------------------------
@@ -252,7 +251,8 @@ def stage_nuts(cfg: Config, data: TrialData, out: Path, res: dict):
     import arviz as az
 
     t0 = time.perf_counter()
-    f = fit(data, cfg.main_model, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed)
+    f = fit(data, cfg.main_model, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed,
+            retry_target_accept=cfg.nuts_retry_target_accept)
     diag = f.diagnostics(warn=False)
     diag.update({"wall_seconds_total": round(time.perf_counter() - t0, 1), "load_average_after": os.getloadavg(),
                  "cpu_count": os.cpu_count(), "step_size": f.extra.get("step_size"),
@@ -319,7 +319,8 @@ def stage_nuts_all(cfg: Config, data: TrialData, out: Path, res: dict) -> None:
         if any(r["model"] == name for r in rows):
             print(f"[nuts_all] {name}: already in {path}, skipped", flush=True)
             continue
-        f = fit(data, name, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed)  # warns if not ok
+        f = fit(data, name, judgement=cfg.judgement, nuts=_nuts(cfg), seed=cfg.seed,  # warns if not ok
+                retry_target_accept=cfg.nuts_retry_target_accept)
         for a in f.extra.get("attempts", []) + [f]:
             d = a.diagnostics(warn=False)
             loo = az.loo(a.idata, var_name="choice", pointwise=True)
@@ -403,7 +404,7 @@ def stage_recovery(cfg: Config, data: TrialData, out: Path, res: dict, f) -> Non
             continue
         sim, truth = W.simulate_population(cm, pop, worlds, data.n_objects, cfg.seed + 10 * k)
         g = (fit(sim, cm, method="svi", svi=_svi(cfg), seed=cfg.seed + k) if cfg.recovery_method == "svi"
-             else fit(sim, cm, nuts=replace(_nuts(cfg), retry_target_accept=()), seed=cfg.seed + k, warn=False))
+             else fit(sim, cm, nuts=_nuts(cfg), seed=cfg.seed + k, warn=False, retry_target_accept=()))
         th = g.theta()
         for p in cm.all_params():
             v, tr = th[p.name].numpy(), truth[p.name].numpy()

@@ -27,7 +27,7 @@ az = pytest.importorskip("arviz")
 MODELS = ("random", "eig_sweep")
 METHODS = ("svi", "nuts")
 SVI = SVIOptions(steps=60, draws=40, progress=False)
-NUTS = NUTSOptions(chains=2, warmup=20, draws=15, workers=1, max_tree_depth=4, retry_target_accept=(), progress=False)
+NUTS = NUTSOptions(chains=2, warmup=20, draws=15, workers=1, max_tree_depth=4, progress=False)
 N_OPTIONS = 17  # 4 objects: 16 sets by code, then stop (code 16)
 
 

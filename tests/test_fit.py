@@ -240,8 +240,8 @@ def test_nuts_in_two_processes_and_loud_warnings(split, monkeypatch):
     # is the fit at that target acceptance (what analyses/nexiom_fit.py's nuts_all stage tabulates)
     assert [a.options.target_accept for a in f.extra["attempts"]] == [0.9, 0.95] and f.options.target_accept == 0.99
     alone = causalplay.fit(data.subset(data.ids[:4]), model="random", warn=False,
-                           nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=1, target_accept=0.95,
-                                            retry_target_accept=()))
+                           nuts=NUTSOptions(chains=2, warmup=15, draws=10, workers=1, target_accept=0.95),
+                           retry_target_accept=())
     assert alone.extra["attempts"] == []
     assert all(torch.equal(v, alone.raw[k]) for k, v in f.extra["attempts"][1].raw.items())
     assert f.idata.sample_stats["diverging"].dtype == bool
@@ -258,9 +258,9 @@ def test_svi_nuts_check_compares_the_group_sites_with_a_short_nuts_fit(split):
     data, _ = split
     small = data.subset(data.ids[:4])
     f = causalplay.fit(small, "random", method="svi", svi=SVIOptions(steps=60, draws=50), seed=2)
-    opts = NUTSOptions(chains=2, warmup=20, draws=20, workers=1, retry_target_accept=())
+    opts = NUTSOptions(chains=2, warmup=20, draws=20, workers=1)
     chk = f.nuts_check(opts)
-    ref = causalplay.fit(small, "random", nuts=opts, seed=2, warn=False)
+    ref = causalplay.fit(small, "random", nuts=opts, seed=2, warn=False, retry_target_accept=())
     assert sorted(chk.index) == sorted(f.par.group_sites())
     for site in chk.index:
         a, b = f.flat_raw()[site], ref.flat_raw()[site]
@@ -277,12 +277,52 @@ def test_nuts_check_runs_at_the_fits_own_seed_for_nuts_and_loaded_fits(split):
     the fit draw for draw (z = 0, sd ratio 1), and a loaded SVI fit checks as the fit it was saved from."""
     data, _ = split
     small = data.subset(data.ids[:4])
-    opts = NUTSOptions(chains=2, warmup=10, draws=10, workers=1, retry_target_accept=(), progress=False)
-    f = causalplay.fit(small, "random", nuts=opts, seed=3, warn=False)
+    opts = NUTSOptions(chains=2, warmup=10, draws=10, workers=1, progress=False)
+    f = causalplay.fit(small, "random", nuts=opts, seed=3, warn=False, retry_target_accept=())
     chk = f.nuts_check(opts)
     assert (chk["z"] == 0).all() and (chk["sd_ratio"] == 1).all()
     s = causalplay.fit(small, "random", method="svi", svi=SVIOptions(steps=20, draws=20, progress=False), seed=3)
     pd.testing.assert_frame_equal(load_fit(s.idata, small).nuts_check(opts), s.nuts_check(opts))
+
+
+def test_per_caller_settings_are_fits_arguments_and_the_old_options_warn_and_still_work(split):
+    """init_jitter / retry_target_accept are fit's arguments; set on NUTSOptions (deprecated, removed in 0.4) they
+    warn, naming the replacement, and give the same draws; jit=False (deprecated) warns and gives the same draws to
+    1e-10 (the traced and the plain density are the same function); SVIOptions.init_scale likewise."""
+    small = split[0].subset(split[0].ids[:4])
+    base = dict(chains=2, warmup=10, draws=10, workers=1, progress=False)
+    new = causalplay.fit(small, "random", nuts=NUTSOptions(**base), seed=4, warn=False, retry_target_accept=(),
+                         init_jitter=0.2)
+    with pytest.warns(DeprecationWarning) as rec:
+        old_opts = NUTSOptions(**base, init_jitter=0.2, retry_target_accept=())
+    assert [str(w.message) for w in rec] == [
+        f"NUTSOptions.{k} is deprecated and will be removed in 0.4; use causalplay.fit(..., {k}=...)"
+        for k in ("init_jitter", "retry_target_accept")]
+    assert rec[0].filename == __file__  # the warning points at the caller's line
+    old = causalplay.fit(small, "random", nuts=old_opts, seed=4, warn=False)
+    assert all(torch.equal(v, old.raw[k]) for k, v in new.raw.items())
+    assert old.options.init_jitter is None and old.extra["attempts"] == []  # no deprecated field kept
+    # the jitter is used: another jitter starts the chains elsewhere
+    other = causalplay.fit(small, "random", nuts=NUTSOptions(**base), seed=4, warn=False, retry_target_accept=())
+    assert not all(torch.equal(v, other.raw[k]) for k, v in new.raw.items())
+    with pytest.warns(DeprecationWarning, match=r"NUTSOptions.jit is deprecated"):
+        plain_opts = NUTSOptions(**base, jit=False)
+    plain = causalplay.fit(small, "random", nuts=plain_opts, seed=4, warn=False, retry_target_accept=(),
+                           init_jitter=0.2)
+    assert all(torch.allclose(v, plain.raw[k], atol=1e-10) for k, v in new.raw.items())
+    svi = dict(steps=20, draws=10, progress=False)
+    with pytest.warns(DeprecationWarning, match=r"SVIOptions.init_scale is deprecated"):
+        wide = causalplay.fit(small, "random", method="svi", svi=SVIOptions(**svi, init_scale=0.5), seed=1)
+    narrow = causalplay.fit(small, "random", method="svi", svi=SVIOptions(**svi), seed=1)
+    again = causalplay.fit(small, "random", method="svi", svi=SVIOptions(**svi), seed=1)
+    assert all(torch.equal(v, again.raw[k]) for k, v in narrow.raw.items())
+    assert not all(torch.equal(v, wide.raw[k]) for k, v in narrow.raw.items())
+    with pytest.raises(ValueError, match=r"retry_target_accept must be .*\(0, 1\).*got 1.5"):
+        causalplay.fit(small, "random", retry_target_accept=(1.5,))
+    with pytest.raises(TypeError, match=r"retry_target_accept must be a sequence of numbers in \(0, 1\), got 0.95"):
+        causalplay.fit(small, "random", retry_target_accept=0.95)
+    with pytest.raises(ValueError, match=r"init_jitter must be .*got -1"):
+        causalplay.fit(small, "random", init_jitter=-1)
 
 
 def test_bad_arguments(split):

@@ -352,8 +352,8 @@ def test_nuts_all_tabulates_every_attempt_of_fits_retry_ladder_and_resumes_by_mo
 
     calls = []
 
-    def fake_fit(data, name, judgement, nuts, seed):  # random converges at once; eig_sweep only at 0.99
-        calls.append((name, nuts.retry_target_accept))
+    def fake_fit(data, name, judgement, nuts, seed, retry_target_accept):  # random at once; eig_sweep at 0.99
+        calls.append((name, retry_target_accept))
         if "eig_sweep" in name:
             return FakeFit(0.99, True, [FakeFit(0.9, False), FakeFit(0.95, False)])
         return FakeFit(0.9, True)

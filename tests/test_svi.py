@@ -105,3 +105,24 @@ def test_svi_noise_prior_learns_noise():
                                                                             lr=0.1, seed=0))
     noise = res.continuous_mean("noise")
     assert noise[0] > 0.25 and noise[1] < 0.1, noise
+
+
+def test_noise_floor_is_svi_fits_argument_and_the_old_option_warns_and_still_works():
+    """noise_floor moved from SVIOptions (deprecated, removed in 0.4) to svi_fit / infer(svi_options=...): the
+    deprecated field warns naming the replacement and gives the same fit; both at once is an error; the floor
+    is used (another floor gives another fit); SVIBeliefs.update keeps it."""
+    spec = make_spec(4, ("disjunctive", "conjunctive"), blicket_prior=0.3)
+    hb = HistoryBatch.from_histories([History.from_pairs([([0, 1], True), ([2], False)], 4)], 4, dtype=torch.float32)
+    opts = SVIOptions(steps=15, particles=4, progress=False)
+    new = svi_fit(hb, spec=spec, options=opts, noise_floor=0.05)
+    with pytest.warns(DeprecationWarning, match=r"SVIOptions.noise_floor is deprecated.*svi_fit\(\.\.\., noise_floor"):
+        old_opts = SVIOptions(steps=15, particles=4, progress=False, noise_floor=0.05)
+    old = svi_fit(hb, spec=spec, options=old_opts)
+    np.testing.assert_array_equal(new.blicket_logits, old.blicket_logits)
+    default = svi_fit(hb, spec=spec, options=opts)
+    assert not np.array_equal(default.blicket_logits, new.blicket_logits)
+    with pytest.raises(TypeError, match=r"noise_floor=0.05 and SVIOptions.noise_floor=0.05 both given"):
+        svi_fit(hb, spec=spec, options=old_opts, noise_floor=0.05)
+    b = causalplay.infer([([0, 1], True)], 4, method="svi",
+                         svi_options={"steps": 15, "particles": 4, "progress": False, "noise_floor": 0.05})
+    assert b.noise_floor == 0.05 and b.update([2], False).noise_floor == 0.05

@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -28,7 +29,7 @@ from ._futures import POLL_SECONDS
 from .resources import single_thread
 
 __all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
-           "show_progress", "kernel_state"]
+           "show_progress", "kernel_state", "check_retry_ladder", "check_noise_floor"]
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -53,6 +54,26 @@ def _bool_or_none(value, name: str) -> None:
         raise TypeError(f"{name} must be True, False or None, got {V.describe(value)}")
 
 
+def _deprecated_fields(options, replacements: dict[str, str]) -> None:
+    """Warn for each deprecated field of ``options`` that is set (not None), naming what replaces it."""
+    for name, new in replacements.items():
+        if getattr(options, name) is not None:
+            warnings.warn(f"{type(options).__name__}.{name} is deprecated and will be removed in 0.4; use {new}",
+                          DeprecationWarning, stacklevel=4)
+
+
+def check_retry_ladder(values, name: str = "retry_target_accept") -> tuple[float, ...]:
+    """``values`` checked as target acceptance probabilities in (0, 1), as a tuple (NUTS's retry ladder)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of numbers in (0, 1), got {V.describe(values)}")
+    return tuple(V.real(a, name, low=0, high=1, low_open=True, high_open=True) for a in values)
+
+
+def check_noise_floor(value, name: str = "noise_floor") -> float:
+    """``value`` checked as a flip probability in (0, 0.5] (the learners' SVI's floor on a noiseless machine)."""
+    return V.real(value, name, low=0, high=0.5, low_open=True)
+
+
 @dataclass(frozen=True)
 class NUTSOptions:
     """NUTS settings.
@@ -71,19 +92,14 @@ class NUTSOptions:
         Adapt a dense mass matrix (all correlations) instead of a diagonal one.
     workers : int or None
         Processes running chains at once; ``None``: ``min(chains, os.cpu_count())``; 1 runs them in this process.
-    init_jitter : float
-        ``causalplay.fit``: chains start at the prior centre plus ``init_jitter`` x N(0, 1) on every unconstrained
-        site (over-dispersed starts, so R-hat can detect chains that never meet).
-    jit : bool
-        ``causalplay.fit``: trace the log density with ``torch.jit.trace`` (no Python overhead; the graph has no
-        data-dependent branches, so the trace is exact).
     threads : int or None
         torch threads per chain (1: small tensors are much faster on one thread; ``None`` leaves it alone).
     progress : bool or None
         A progress bar per chain; ``None``: in interactive use (a terminal, Jupyter).
-    retry_target_accept : tuple of float
-        ``causalplay.fit``: a fit that misses the convergence criteria (R-hat, bulk ESS, divergences) is run again,
-        same seed, at each of these target acceptances above ``target_accept`` in turn until one meets them.
+    init_jitter, jit, retry_target_accept :
+        Deprecated (settings of one caller, ``causalplay.fit``, which takes ``init_jitter`` and
+        ``retry_target_accept`` as its own arguments and always traces the density). Setting one warns and still
+        works in 0.3; they are removed in 0.4.
     """
 
     chains: int = 4
@@ -93,11 +109,12 @@ class NUTSOptions:
     max_tree_depth: int = 8
     dense_mass: bool = False
     workers: int | None = None
-    init_jitter: float = 0.5
-    jit: bool = True
     threads: int | None = 1
     progress: bool | None = None
-    retry_target_accept: tuple[float, ...] = (0.95, 0.99)
+    # deprecated (see the docstring); None: not set
+    init_jitter: float | None = None
+    jit: bool | None = None
+    retry_target_accept: tuple[float, ...] | None = None
 
     def __post_init__(self):
         V.integer(self.chains, "NUTSOptions.chains", low=1)
@@ -109,13 +126,22 @@ class NUTSOptions:
             raise TypeError(f"NUTSOptions.dense_mass must be a bool, got {V.describe(self.dense_mass)}")
         if self.workers is not None:
             V.integer(self.workers, "NUTSOptions.workers", low=1)
-        V.real(self.init_jitter, "NUTSOptions.init_jitter", low=0)
         if self.threads is not None:
             V.integer(self.threads, "NUTSOptions.threads", low=1)
         _bool_or_none(self.progress, "NUTSOptions.progress")
-        object.__setattr__(self, "retry_target_accept", tuple(
-            V.real(a, "NUTSOptions.retry_target_accept", low=0, high=1, low_open=True, high_open=True)
-            for a in self.retry_target_accept))
+        _deprecated_fields(self, {"init_jitter": "causalplay.fit(..., init_jitter=...)",
+                                  "jit": "nothing (causalplay.fit always traces the density)",
+                                  "retry_target_accept": "causalplay.fit(..., retry_target_accept=...)"})
+        if self.init_jitter is not None:
+            V.real(self.init_jitter, "NUTSOptions.init_jitter", low=0)
+        _bool_or_none(self.jit, "NUTSOptions.jit")
+        if self.retry_target_accept is not None:
+            object.__setattr__(self, "retry_target_accept", check_retry_ladder(self.retry_target_accept,
+                                                                         "NUTSOptions.retry_target_accept"))
+
+    def without_deprecated(self) -> NUTSOptions:
+        """A copy with the deprecated fields unset (a caller that has read them passes the rest on)."""
+        return replace(self, init_jitter=None, jit=None, retry_target_accept=None)
 
     def n_workers(self) -> int:
         """Processes to use: ``workers`` or ``min(chains, cpu count)``."""
@@ -144,25 +170,26 @@ class SVIOptions:
         Guide draws per step for the gradient estimate.
     draws : int or None
         Guide draws kept as the "posterior".
-    init_scale : float
-        ``causalplay.fit``: initial scale of the mean-field guide.
     seed : int or None
         Seed of the optimisation (``None``: the caller's seed).
-    noise_floor : float
-        ``causalplay.infer``: noiseless rules are treated as flipping with this probability (a deterministic
-        machine gives a contradicting sampled set log-likelihood -inf, which no gradient estimator survives).
     progress : bool or None
         A progress bar with the ELBO; ``None``: in interactive use (a terminal, Jupyter).
+    init_scale, noise_floor :
+        Deprecated (settings of one caller each: ``init_scale`` is the initial scale of ``causalplay.fit``'s guide,
+        fixed at 0.05 from 0.4; ``noise_floor`` is the learners' SVI's, now an argument of
+        :func:`causalplay.learners.svi.svi_fit` and a key of ``causalplay.infer(svi_options=...)``). Setting one
+        warns and still works in 0.3; they are removed in 0.4.
     """
 
     steps: int | None = None
     lr: float = 0.05
     particles: int | None = None
     draws: int | None = None
-    init_scale: float = 0.05
     seed: int | None = None
-    noise_floor: float = 1e-3
     progress: bool | None = None
+    # deprecated (see the docstring); None: not set
+    init_scale: float | None = None
+    noise_floor: float | None = None
 
     def __post_init__(self):
         for name in ("steps", "particles", "draws"):
@@ -171,14 +198,24 @@ class SVIOptions:
         if self.seed is not None:
             object.__setattr__(self, "seed", V.integer(self.seed, "SVIOptions.seed", low=0))
         object.__setattr__(self, "lr", V.real(self.lr, "SVIOptions.lr", low=0, low_open=True))
-        object.__setattr__(self, "init_scale", V.real(self.init_scale, "SVIOptions.init_scale", low=0, low_open=True))
-        object.__setattr__(self, "noise_floor", V.real(self.noise_floor, "SVIOptions.noise_floor", low=0, high=0.5,
-                                                       low_open=True))
         _bool_or_none(self.progress, "SVIOptions.progress")
+        _deprecated_fields(self, {"init_scale": "nothing (causalplay.fit's guide starts at scale 0.05)",
+                                  "noise_floor": "causalplay.learners.svi.svi_fit(..., noise_floor=...) or "
+                                                 "causalplay.infer(svi_options={'noise_floor': ...})"})
+        if self.init_scale is not None:
+            object.__setattr__(self, "init_scale", V.real(self.init_scale, "SVIOptions.init_scale", low=0,
+                                                          low_open=True))
+        if self.noise_floor is not None:
+            object.__setattr__(self, "noise_floor", check_noise_floor(self.noise_floor, "SVIOptions.noise_floor"))
 
     def resolve(self, **defaults) -> SVIOptions:
-        """A copy with every field that is None set from ``defaults`` (the caller's defaults)."""
-        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+        """A copy with every field that is None set from ``defaults`` (the caller's defaults), and no deprecated
+        field (read those first)."""
+        return replace(self.without_deprecated(), **{k: v for k, v in defaults.items() if getattr(self, k) is None})
+
+    def without_deprecated(self) -> SVIOptions:
+        """A copy with the deprecated fields unset (a caller that has read them passes the rest on)."""
+        return replace(self, init_scale=None, noise_floor=None)
 
     @classmethod
     def from_dict(cls, options) -> SVIOptions:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import os
-import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ import pyro
 import torch
 
 from ..core import checks as V
-from ..core.pyro import NUTSOptions, SVIOptions, adam_step, run_nuts, run_svi, show_progress
+from ..core.pyro import NUTSOptions, SVIOptions, adam_step, check_retry_ladder, run_nuts, run_svi
 from ..core.resources import single_thread
 from ..models.choice import ChoiceModel, Features, LearnerConfig, build_features, get_model
 from .identify import POOLING_MAX, pooling_factors
@@ -68,11 +68,12 @@ def _pyro_name(site: str) -> str:
     return site[: -len("_logsigma")] + "_sigma" if site.endswith("_logsigma") else site
 
 
-def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int, chain: int):
+def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int,
+                 init_jitter: float, jit: bool, chain: int):
     """Chain ``chain``'s potential and start (run in the chain's process: the density is traced there)."""
     gen = torch.Generator().manual_seed(seed + 7919 * chain)
-    q0 = par.init(opts.init_jitter if opts.chains > 1 else 0.0, gen)
-    keys, joint = _traced_density(feats, par, judgements, q0, opts.jit)
+    q0 = par.init(init_jitter if opts.chains > 1 else 0.0, gen)
+    keys, joint = _traced_density(feats, par, judgements, q0, jit)
 
     def potential(q):
         return -joint(*(q[k] for k in keys))
@@ -80,8 +81,9 @@ def _chain_setup(feats: Features, par: Parameterisation, judgements: bool, opts:
     return potential, q0
 
 
-def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int):
-    run = run_nuts(partial(_chain_setup, feats, par, judgements, opts, seed), opts, seed=seed,
+def _nuts(feats: Features, par: Parameterisation, judgements: bool, opts: NUTSOptions, seed: int, init_jitter: float,
+          jit: bool):
+    run = run_nuts(partial(_chain_setup, feats, par, judgements, opts, seed, init_jitter, jit), opts, seed=seed,
                    desc=f"NUTS {par.model.name}")
     smp = dict(run.samples)
     for k in [k for k in smp if k.endswith("_logsigma")]:  # moved to the end, as the posterior has always had them
@@ -115,14 +117,14 @@ def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0
     return keys, joint
 
 
-def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int):
+def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int, init_scale: float):
     """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
     JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
     gen = torch.Generator().manual_seed(seed)
     q0 = par.init()
     keys, joint = _traced_density(feats, par, judgements, q0, True)
     loc = [q0[k].clone().requires_grad_(True) for k in keys]
-    log_scale = [torch.full_like(q0[k], math.log(opts.init_scale)).requires_grad_(True) for k in keys]
+    log_scale = [torch.full_like(q0[k], math.log(init_scale)).requires_grad_(True) for k in keys]
 
     def draw():
         eps = [torch.randn(m.shape, generator=gen, dtype=m.dtype) for m in loc]
@@ -373,11 +375,10 @@ class Fit:
         """Compare this (SVI) fit with a short NUTS fit of the same model, data and seed (default 2 chains x
         (200 warm-up + 200 draws)): per group-level site, both means and sds, ``z`` = (SVI mean - NUTS mean) /
         NUTS sd and ``sd_ratio`` = SVI sd / NUTS sd (mean-field SVI: typically about 0.5)."""
-        nuts = nuts or NUTSOptions(chains=2, warmup=200, draws=200, retry_target_accept=(),
-                                   progress=self.options.progress)
+        nuts = nuts or NUTSOptions(chains=2, warmup=200, draws=200, progress=self.options.progress)
         ref = fit(self.data, self.model, hierarchical=self.hierarchical, method="nuts", nuts=nuts,
                   judgements=self.judgements, learner=self.learner, seed=self.extra.get("seed", 0),
-                  warn=False)
+                  warn=False, retry_target_accept=())
         a, b = self.flat_raw(), ref.flat_raw()
         rows = {k: {"svi_mean": float(a[k].mean()), "svi_sd": float(a[k].std()), "nuts_mean": float(b[k].mean()),
                     "nuts_sd": float(b[k].std())} for k in self.par.group_sites()}
@@ -425,7 +426,8 @@ class Fit:
 def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical: bool = True,
         method: str = "nuts", nuts: NUTSOptions | None = None, svi: SVIOptions | None = None,
         judgement: str | None = None, judgements: bool = True, learner: LearnerConfig | None = None,
-        seed: int = 0, warn: bool = True) -> Fit:
+        seed: int = 0, warn: bool = True, retry_target_accept: Sequence[float] = (0.95, 0.99),
+        init_jitter: float = 0.5) -> Fit:
     """Fit a choice model to trial data.
 
     Parameters
@@ -437,10 +439,8 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     method : {"nuts", "svi"}
     nuts, svi : NUTSOptions, SVIOptions
         Settings of the method (defaults: 4 chains x (500 warm-up + 1000 draws), a progress bar per chain in
-        interactive use, and the fit run again at target acceptance 0.95, then 0.99, while it misses the
-        convergence criteria -- unless a participant-level parameter is not identified per participant (pooling
-        factor >= 0.9, :mod:`causalplay.fitting.identify`): smaller steps cannot fix that, so the retries are
-        skipped and the warning names the model with it shared; SVI: 1500 steps, a progress bar with the ELBO).
+        interactive use; SVI: 1500 steps of a mean-field normal guide starting at scale 0.05, a progress bar with
+        the ELBO).
     judgement : {"sample", "softmax"}, optional
         Judgement model (default: the model's own, posterior sampling).
     judgements : bool
@@ -451,6 +451,15 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     warn : bool
         Emit a :class:`ConvergenceWarning`, saying what to change, when a NUTS fit (after its retries) misses R-hat
         <= 1.01, bulk ESS >= 400 or 0 divergences.
+    retry_target_accept : sequence of float
+        NUTS: a fit that misses the convergence criteria is run again, same seed, at each of these target
+        acceptances above ``nuts.target_accept`` in turn until one meets them (``()``: no retries) -- unless a
+        participant-level parameter is not identified per participant (pooling factor >= 0.9,
+        :mod:`causalplay.fitting.identify`): smaller steps cannot fix that, so the retries are skipped and the
+        warning names the model with it shared.
+    init_jitter : float
+        NUTS with several chains: each starts at the prior centre plus ``init_jitter`` x N(0, 1) on every
+        unconstrained site (over-dispersed starts, so R-hat can detect chains that never meet).
 
     Returns
     -------
@@ -470,6 +479,12 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     if not isinstance(svi, SVIOptions):
         raise TypeError(f"svi must be SVIOptions, got {V.describe(svi)}")
     V.integer(seed, "seed")
+    # the deprecated per-caller fields of the options (removed in 0.4) still win where set
+    retry = check_retry_ladder(retry_target_accept if nuts.retry_target_accept is None else nuts.retry_target_accept)
+    init_jitter = V.real(init_jitter if nuts.init_jitter is None else nuts.init_jitter, "init_jitter", low=0)
+    jit = True if nuts.jit is None else nuts.jit
+    init_scale = 0.05 if svi.init_scale is None else svi.init_scale
+    nuts = nuts.without_deprecated()
     svi = svi.resolve(steps=1500, particles=1, draws=400, seed=seed)
     cm = get_model(model, judgement)
     learner = learner or LearnerConfig()
@@ -478,18 +493,18 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
     if method == "svi":
         t0, c0 = time.perf_counter(), time.process_time()
         with single_thread(1):
-            raw, losses = _svi(feats, par, judgements, svi, svi.seed)
+            raw, losses = _svi(feats, par, judgements, svi, svi.seed, init_scale)
         extra = {"elbo_losses": losses, "load_average": os.getloadavg(), "seed": seed}
         return Fit(cm, par, "svi", svi, learner, data, feats, raw, time.perf_counter() - t0,
                    time.process_time() - c0, judgements, None, extra)
     # NUTS, and again at each larger target acceptance of the retry ladder until the diagnostics are met
-    ladder = [nuts.target_accept] + [a for a in nuts.retry_target_accept if a > nuts.target_accept]
+    ladder = [nuts.target_accept] + [a for a in retry if a > nuts.target_accept]
     attempts: list[Fit] = []
     for accept in ladder:
         opts = replace(nuts, target_accept=accept)
         t0, c0 = time.perf_counter(), time.process_time()
         with single_thread(opts.threads):
-            raw, diverging, child_cpu, steps, stats = _nuts(feats, par, judgements, opts, seed)
+            raw, diverging, child_cpu, steps, stats = _nuts(feats, par, judgements, opts, seed, init_jitter, jit)
         f = Fit(cm, par, "nuts", opts, learner, data, feats, raw, time.perf_counter() - t0,
                 time.process_time() - c0 + child_cpu, judgements, diverging,
                 {"step_size": steps, "sample_stats": stats, "load_average": os.getloadavg(), "seed": seed})
@@ -507,9 +522,8 @@ def fit(data: TrialData, model: str | ChoiceModel = "eig_sweep", *, hierarchical
                          "; ".join(d["problems"]), ", ".join(d["unidentified"]), POOLING_MAX,
                          ", ".join(map(str, ladder[len(attempts) + 1:])), cm.with_shared(list(d["unidentified"])).name)
             break
-        if show_progress(opts.progress):
-            print(f"NUTS of {cm.name} at target acceptance {accept}: {'; '.join(d['problems'])}; fitting again at "
-                  f"{ladder[len(attempts) + 1]} (NUTSOptions.retry_target_accept)", file=sys.stderr, flush=True)
+        _log.warning("NUTS of %s at target acceptance %s: %s; fitting again at %s (fit's retry_target_accept)",
+                     cm.name, accept, "; ".join(d["problems"]), ladder[len(attempts) + 1])
         attempts.append(f)
     f.extra["attempts"] = attempts
     if warn:

@@ -106,7 +106,8 @@ def infer(history: Iterable = (), n_objects: int | None = None, *,
     device, dtype :
         Where and in what precision the exact engine runs (float64 by default: probabilities to the digit).
     svi_options : dict, optional
-        Passed to :func:`causalplay.learners.svi.svi_beliefs` (``steps``, ``particles``, ``lr``, ``seed``).
+        Passed to :func:`causalplay.learners.svi.svi_beliefs` (``steps``, ``particles``, ``lr``, ``seed``,
+        ``noise_floor``).
     max_memory : int or str, optional
         Bound on temporary tensors (bytes, or ``"2GiB"``); default a quarter of available RAM, at most 2 GiB.
         EIG and posterior computations are chunked to stay within it.

@@ -31,11 +31,11 @@ from ..core.beliefs import pick_best
 from ..core.checks import integer
 from ..core.eig import binary_entropy_bits, check_target
 from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
-from ..core.pyro import SVIOptions, pyro_svi_step, run_svi
+from ..core.pyro import SVIOptions, check_noise_floor, pyro_svi_step, run_svi
 from ..core.spec import WorldSpec
 from ..core.ties import pick_lowest
 
-__all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs"]
+__all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs", "NOISE_FLOOR", "resolve_noise_floor"]
 
 
 @dataclass
@@ -115,10 +115,22 @@ def _make_guide(B: int, R: int, N: int, init_logit: float, continuous: tuple[str
 _INIT_LOC = {"noise": -3.0, "gain": 1.8, "bias": 1.0}
 #: :class:`SVIOptions` defaults of the learners' SVI (chosen on the N = 12-16 comparison in docs/inference.md)
 LEARNER_DEFAULTS = {"steps": 800, "particles": 64, "seed": 0}
+NOISE_FLOOR = 1e-3
+
+
+def resolve_noise_floor(noise_floor: float | None, options: SVIOptions) -> float:
+    """The noise floor to use: ``noise_floor``, else the deprecated ``options.noise_floor``, else
+    :data:`NOISE_FLOOR`; refuses both at once."""
+    if noise_floor is not None and options.noise_floor is not None:
+        raise TypeError(f"noise_floor={noise_floor!r} and SVIOptions.noise_floor={options.noise_floor!r} both "
+                        "given; pass noise_floor alone (the option is deprecated)")
+    if noise_floor is None:
+        return NOISE_FLOOR if options.noise_floor is None else options.noise_floor
+    return check_noise_floor(noise_floor)
 
 
 def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: tuple[float, float] | None = None,
-            sigmoid_prior=None, options: SVIOptions | None = None) -> SVIResult:
+            sigmoid_prior=None, options: SVIOptions | None = None, noise_floor: float | None = None) -> SVIResult:
     """Fit the guide to ``batch`` under one of the per-object world models.
 
     Parameters
@@ -132,13 +144,18 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     sigmoid_prior : SigmoidPrior, optional
         Use :func:`causalplay.models.sigmoid.sigmoid_model` instead (no ``spec``).
     options : SVIOptions
-        ``steps`` (default 800), ``particles`` (64), ``lr``, ``seed`` (0), ``noise_floor``, ``progress``.
+        ``steps`` (default 800), ``particles`` (64), ``lr``, ``seed`` (0), ``progress``.
+    noise_floor : float, optional
+        The flip probability noiseless rules are given (in (0, 0.5]; default :data:`NOISE_FLOOR`, 1e-3): a
+        deterministic machine gives a contradicting sampled set log-likelihood -inf, which no gradient estimator
+        survives.
     """
     if (spec is None) == (sigmoid_prior is None):
         raise ValueError("give exactly one of spec (rule models) and sigmoid_prior (sigmoid model)")
     options = SVIOptions() if options is None else options
     if not isinstance(options, SVIOptions):
         raise TypeError(f"options must be an SVIOptions, got {type(options).__name__}")
+    noise_floor = resolve_noise_floor(noise_floor, options)
     options = options.resolve(**LEARNER_DEFAULTS)
     if spec is not None and spec.n_blickets is None and spec.blicket_prior in (0.0, 1.0):
         raise ValueError(f"blicket_prior={spec.blicket_prior:g} fixes the blicket set, which leaves SVI nothing to "
@@ -151,12 +168,12 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
     try:
         with pyro.get_param_store().scope():
             pyro.set_rng_seed(options.seed)
-            return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options)
+            return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor)
     finally:
         pyro.util.set_rng_state(rng_state)
 
 
-def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
+def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor: float) -> SVIResult:
     from causalplay.models.blicket_objects import blicket_objects_model
     from causalplay.models.sigmoid import sigmoid_model
 
@@ -166,7 +183,7 @@ def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options) -> SVIResult:
     if spec is not None:
         if spec.n_objects != N:
             raise ValueError(f"spec has n_objects={spec.n_objects} but the histories have {N} objects")
-        fit_spec = spec if noise_prior is not None else _with_noise_floor(spec, options.noise_floor)
+        fit_spec = spec if noise_prior is not None else _with_noise_floor(spec, noise_floor)
         model = partial(blicket_objects_model, spec=fit_spec, noise_prior=noise_prior)
         R, rule_names, p0 = len(spec.rules), spec.rule_names, spec.blicket_prior
         continuous = ("noise",) if noise_prior is not None else ()
@@ -200,10 +217,10 @@ class SVIBeliefs:
     method = "svi"
 
     def __init__(self, spec: WorldSpec, result: SVIResult, index: int = 0, n_samples: int = 4096, seed: int = 0,
-                 history: History | None = None, options: SVIOptions | None = None):
+                 history: History | None = None, options: SVIOptions | None = None, noise_floor: float | None = None):
         self.spec, self.result, self.index = spec, result, index
         self.n_samples, self.seed = integer(n_samples, "n_samples", low=1), seed
-        self.history, self.options = history, options
+        self.history, self.options, self.noise_floor = history, options, noise_floor
 
     @property
     def n_objects(self) -> int:
@@ -245,9 +262,10 @@ class SVIBeliefs:
             raise ValueError("these SVIBeliefs do not know their history (built by svi_fit directly); use "
                              "causalplay.infer(..., method='svi') to get updatable beliefs")
         hist = self.history.append(objects, lit)
-        opts = self.options or SVIOptions()
-        return svi_beliefs(self.spec, HistoryBatch.from_histories([hist], dtype=torch.float32),
-                           **dataclasses.asdict(opts))[0]
+        opts = {k: v for k, v in dataclasses.asdict(self.options or SVIOptions()).items() if v is not None}
+        if self.noise_floor is not None:
+            opts["noise_floor"] = self.noise_floor
+        return svi_beliefs(self.spec, HistoryBatch.from_histories([hist], dtype=torch.float32), **opts)[0]
 
     def _samples(self) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(self.seed)
@@ -293,13 +311,17 @@ class SVIBeliefs:
         return f"SVIBeliefs(blicket_prob={bp}, rule_prob={self.rule_prob}, method='svi')"
 
 
-def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, **options) -> list[SVIBeliefs]:
-    """SVI beliefs for every history in ``batch`` (keyword arguments are :class:`SVIOptions` fields)."""
-    opts = SVIOptions.from_dict(options).resolve(**LEARNER_DEFAULTS)
-    result = svi_fit(batch, spec=spec, options=opts)
+def svi_beliefs(spec: WorldSpec, batch: HistoryBatch, *, noise_floor: float | None = None,
+                **options) -> list[SVIBeliefs]:
+    """SVI beliefs for every history in ``batch`` (keyword arguments are :func:`svi_fit`'s ``noise_floor`` and
+    :class:`SVIOptions` fields)."""
+    opts = SVIOptions.from_dict(options)
+    noise_floor = resolve_noise_floor(noise_floor, opts)
+    opts = opts.resolve(**LEARNER_DEFAULTS)
+    result = svi_fit(batch, spec=spec, options=opts, noise_floor=noise_floor)
     out = []
     for i in range(batch.batch_size):
         n = int(batch.mask[i].sum())
         hist = History(batch.trials[i, :n].bool().cpu().numpy(), batch.lit[i, :n].bool().cpu().numpy())
-        out.append(SVIBeliefs(spec, result, i, history=hist, options=opts))
+        out.append(SVIBeliefs(spec, result, i, history=hist, options=opts, noise_floor=noise_floor))
     return out
