@@ -598,33 +598,46 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
     rules_t = make_rules(rules, noise) if form == "rules" else make_rules("disjunctive", noise)
     spec = WorldSpec.from_options(seqs.n_objects, rules_t, None, blicket_prior, n_blickets, noise)
     space = HypothesisSpace.build(spec, seqs.trials.device, dtype)
-    present = seqs.mask.any(-1)  # [B, K]
     sp = sigmoid_prior or SigmoidPrior()
     if form == "sigmoid" and not isinstance(sp, SigmoidPrior):
         raise TypeError(f"sigmoid_prior must be a causalplay.core.priors.SigmoidPrior, got {sp!r}")
     if form == "rules":
         alpha = _concentration(concentration, len(spec.rules), spec.rule_names).to(dtype)
-        components = spec.rules
+        components, gb, gg, glp = spec.rules, None, None, None
     else:
         alpha = None
         gb, gg, glp = sigmoid_grid(sp, grid, grid_width, dtype)
         components = sigmoid_log_tables(gb, gg, seqs.n_objects, noise)
     if method == "exact":
-        log_L = _sequence_evidence(space, components, seqs, chunk)
-        if form == "rules":
-            counts, log_w, z = rule_mixture(log_L, alpha.to(log_L.device), present)
-            _check_evidence(z, seqs)
-            return OverhypothesisPosterior(form, method, spec, noise=noise, alpha=alpha.to(log_L.device),
-                                           counts=counts, log_w=log_w, log_evidence=z.cpu().numpy(), keys=seqs.keys)
-        lw = glp.to(log_L.device)[None, :] + log_L.sum(1)
-        z = torch.logsumexp(lw, -1)
+        return _exact_posterior(seqs, space, spec, form, components, alpha, noise, chunk,
+                                None if form == "rules" else (gb, gg, glp), grid, grid_width)
+    return _sampled_posterior(seqs, space, spec, form, alpha, sp, noise, method, integer(num_samples, "num_samples",
+                              low=1), integer(warmup_steps, "warmup_steps", low=0), integer(svi_steps, "svi_steps",
+                              low=1), real(lr, "lr", low=0.0, low_open=True), integer(seed, "seed"))
+
+
+def _exact_posterior(seqs, space, spec, form, components, alpha, noise, chunk, grid_axes, grid, grid_width
+                     ) -> OverhypothesisPosterior:
+    """The exact posterior: the rules form's Dirichlet-multinomial mixture, or the sigmoid form's grid."""
+    log_L = _sequence_evidence(space, components, seqs, chunk)
+    if form == "rules":
+        counts, log_w, z = rule_mixture(log_L, alpha.to(log_L.device), seqs.mask.any(-1))
         _check_evidence(z, seqs)
-        return OverhypothesisPosterior(form, method, spec, noise=noise, grid_bias=gb.to(log_L.device),
-                                       grid_gain=gg.to(log_L.device), log_w=lw - z[:, None],
-                                       log_evidence=z.cpu().numpy(), keys=seqs.keys,
-                                       info={"grid": grid, "grid_width": grid_width})
-    num_samples = integer(num_samples, "num_samples", low=1)
-    seed = integer(seed, "seed")
+        return OverhypothesisPosterior(form, "exact", spec, noise=noise, alpha=alpha.to(log_L.device),
+                                       counts=counts, log_w=log_w, log_evidence=z.cpu().numpy(), keys=seqs.keys)
+    gb, gg, glp = grid_axes
+    lw = glp.to(log_L.device)[None, :] + log_L.sum(1)
+    z = torch.logsumexp(lw, -1)
+    _check_evidence(z, seqs)
+    return OverhypothesisPosterior(form, "exact", spec, noise=noise, grid_bias=gb.to(log_L.device),
+                                   grid_gain=gg.to(log_L.device), log_w=lw - z[:, None],
+                                   log_evidence=z.cpu().numpy(), keys=seqs.keys,
+                                   info={"grid": grid, "grid_width": grid_width})
+
+
+def _sampled_posterior(seqs, space, spec, form, alpha, sp, noise, method, num_samples, warmup_steps, svi_steps, lr,
+                       seed) -> OverhypothesisPosterior:
+    """The NUTS or SVI cross-check, seeded with ``seed``; the caller's RNG streams and param store are restored."""
     import pyro
     from pyro.util import get_rng_state, set_rng_state
 
@@ -635,11 +648,9 @@ def infer_overhypothesis(episodes, n_objects: int | None = None, *, form: str = 
         with pyro.get_param_store().scope(), single_thread(1):
             pyro.set_rng_seed(seed)
             if method == "nuts":
-                samples, info = _nuts(seqs, space, form, alpha, sp, noise, num_samples,
-                                      integer(warmup_steps, "warmup_steps", low=0))
+                samples, info = _nuts(seqs, space, form, alpha, sp, noise, num_samples, warmup_steps)
             else:
-                samples, info = _svi(seqs, space, form, alpha, sp, noise, num_samples,
-                                     integer(svi_steps, "svi_steps", low=1), real(lr, "lr", low=0.0, low_open=True))
+                samples, info = _svi(seqs, space, form, alpha, sp, noise, num_samples, svi_steps, lr)
     finally:
         set_rng_state(state)
     return OverhypothesisPosterior(form, method, spec, noise=noise, alpha=alpha, samples=samples, keys=seqs.keys,
