@@ -10,6 +10,9 @@ ECDF-difference / rank-histogram plot written.
 Usage::
 
     OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --sims 60 [--method svi] [--out runs/design_sbc]
+    OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --method nuts \
+        --model "eig_sweep_single:shared=[gamma,stop_a]" --nuts-chains 2 --nuts-warmup 300 --nuts-draws 300 \
+        --nuts-workers 1 --sims 20 --chunk 2
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=5)
     ap.add_argument("--L", type=int, default=99)
     ap.add_argument("--svi-steps", type=int, default=1500)
+    ap.add_argument("--nuts-chains", type=int, default=4)
+    ap.add_argument("--nuts-warmup", type=int, default=500)
+    ap.add_argument("--nuts-draws", type=int, default=1000)
+    ap.add_argument("--nuts-workers", type=int, default=None, help="processes per NUTS fit (default: one per chain "
+                    "up to the core count)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/design_sbc")
     ap.add_argument("--plot", default=None, help="where to write the plot (default: OUT/sbc_<model>_<method>.png)")
@@ -45,13 +53,16 @@ def main() -> None:
     designs = list(designs_of(load_nexiom()).values())
     parts = []
     for first in range(0, a.sims, a.chunk):
-        path = out / f"{a.model}_{a.method}_{a.seed}_{first:04d}.pkl"
+        slug = "".join(c if c.isalnum() or c in "_-" else "-" for c in a.model)
+        path = out / f"{slug}_{a.method}_{a.seed}_{first:04d}.pkl"
         if path.exists():
             parts.append(pickle.loads(path.read_bytes()))
             continue
         t0 = time.perf_counter()
         r = sbc(a.model, designs, method=a.method, sims=min(a.chunk, a.sims - first), L=a.L, first=first,
-                svi=SVIOptions(steps=a.svi_steps, progress=False), nuts=NUTSOptions(progress=False), seed=a.seed)
+                svi=SVIOptions(steps=a.svi_steps, progress=False), seed=a.seed,
+                nuts=NUTSOptions(chains=a.nuts_chains, warmup=a.nuts_warmup, draws=a.nuts_draws,
+                                 workers=a.nuts_workers, progress=False))
         path.write_bytes(pickle.dumps(r))
         parts.append(r)
         print(f"simulations {first}..{first + r.sims - 1}: {time.perf_counter() - t0:.0f} s", flush=True)
@@ -66,7 +77,7 @@ def main() -> None:
               f"{len(d)} fits")
     if "divergences" in d:
         print(f"NUTS: {int((d['divergences'] > 0).sum())} fits with divergences; worst R-hat {d['rhat_max'].max():.3f}")
-    plot = a.plot or out / f"sbc_{res.model}_{res.method}.png"
+    plot = a.plot or out / f"sbc_{slug}_{res.method}.png"
     res.plot(plot)
     print(f"wrote {plot}")
 
