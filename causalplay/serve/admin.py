@@ -6,7 +6,9 @@
 session the participant code, condition, stage, tests, comprehension attempts, start and last activity. Its
 table re-loads itself every 5 s (htmx polling ``/admin/table``). The token may come as ``Authorization: Bearer``
 or ``?token=``; the dashboard then sets an HttpOnly cookie (a keyed hash of the token, not the token) so its
-links and polling work either way. ``/admin/export.zip`` is the CSV export (``causalplay export``'s schema).
+links and polling work either way. An adaptive study's dashboard also shows the posterior over its models, the
+participants it counts (and those finished but not yet counted) and the design the next participant gets.
+``/admin/export.zip`` is the CSV export (``causalplay export``'s schema).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def dashboard(r, s) -> dict:
         c["median"] = f"{statistics.median(c['minutes']):.1f}" if c["minutes"] else ""
     done = [m for c in per for m in c["minutes"]]
     return {"rows": rows, "per": per, "updated": _utc(now), "n": len(rows),
+            "adaptive": None if r.adaptive is None else r.adaptive.summary(s),
             "done": sum(c["completed"] for c in per), "median": f"{statistics.median(done):.1f}" if done else ""}
 
 

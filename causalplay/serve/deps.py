@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from . import render
+from .adaptive import Adaptive
 from .store import DEFAULT_DB, Participant, make_engine, open_db
 from .study import Study, load_study, markdown
 from .tasks import ServedTask
@@ -159,6 +160,11 @@ class Runtime:
         self.cfg, self.study = cfg, cfg.study
         st = cfg.study
         self.task = ServedTask(st.task, st.conditions, st.max_tests, st.randomise_rule)
+        #: the adaptive study's server side (None: conditions counterbalanced); its worlds are the conditions
+        self.adaptive: Adaptive | None = None
+        if st.adaptive is not None:
+            self.adaptive = Adaptive(st.adaptive, self.task)
+            self.task = ServedTask(st.task, self.adaptive.conditions(), st.max_tests, st.randomise_rule)
         self.engine = open_db(cfg.db)
         sqlite = self.engine.dialect.name == "sqlite"
         self.reader = make_engine(cfg.db, write=False) if sqlite else self.engine
@@ -174,6 +180,10 @@ class Runtime:
         self.templates = Jinja2Templates(directory=str(resources.files(__package__) / "templates"))
         self.templates.env.globals.update(render=render, task=self.task, study=st, md=markdown, steps=self.steps,
                                           root=cfg.root_path)
+        if self.adaptive is not None:
+            with self.writing() as s:
+                self.adaptive.ensure_state(s)
+            self.adaptive.catch_up(self)  # participants who finished while no server counted them
 
     @contextlib.contextmanager
     def writing(self):

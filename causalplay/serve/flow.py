@@ -20,11 +20,12 @@ import json
 import secrets
 import time
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, BackgroundTasks, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import func, or_, select, text
 from sqlalchemy.exc import IntegrityError
 
+from .adaptive import design_of
 from .deps import COOKIE, ID_RE, HTTPProblem, Reads, Rt, Runtime, Writes, ids_of, number, objects_of
 from .store import Event, Participant, TrialRow, log_event
 from .tasks import assign_condition, episode_seed
@@ -47,8 +48,19 @@ def _fmt_set(idx) -> str:
     return " ".join(str(i) for i in sorted(idx))
 
 
+def shown(r: Runtime, p: Participant) -> tuple:
+    """``(context panels, blicket count told or None, test budget)`` of the participant's task: an adaptive
+    design's demonstrations, told count and budget, else the task's context panels, its blicket count (always
+    told) and its budget."""
+    w = r.task.world(p.condition, p.episode_seed)
+    if p.design:
+        d = design_of(p.design)
+        return d.demonstrations, d.n_blickets_told, d.max_tests or w.max_tests
+    return w.context, w.n_blickets, w.max_tests
+
+
 def task_view(r: Runtime, s, p: Participant) -> dict:
-    """What the participant may see before judging: no rule, no blickets."""
+    """What the participant may see before judging: no rule, no blickets (only a count they are told)."""
     if p.stage == "practice":
         ev = s.scalars(select(Event.payload).where(Event.participant_id == p.id, Event.kind == "practice")
                        .order_by(Event.id)).all()
@@ -57,10 +69,11 @@ def task_view(r: Runtime, s, p: Participant) -> dict:
                 "context": (), "tests": tests, "seq": len(tests) + 1, "max_tests": PRACTICE_TESTS,
                 "tests_left": PRACTICE_TESTS - len(tests), "p": p}
     w = r.task.world(p.condition, p.episode_seed)
+    context, told, budget = shown(r, p)
     own = [(tuple(int(i) for i in t.objects_on.split()), bool(t.lit)) for t in p.tests if t.source == "participant"]
-    return {"practice": False, "n_objects": w.n_objects, "n_blickets": w.n_blickets, "objects": w.objects,
-            "context": w.context, "tests": own, "seq": p.n_tests + 1, "max_tests": w.max_tests,
-            "tests_left": w.max_tests - len(own), "p": p}
+    return {"practice": False, "n_objects": w.n_objects, "n_blickets": told, "objects": w.objects,
+            "context": context, "tests": own, "seq": p.n_tests + 1, "max_tests": budget,
+            "tests_left": budget - len(own), "p": p}
 
 
 @router.get("/")
@@ -104,27 +117,40 @@ def consent(request: Request, r: Rt, consent: str = Form(""), pid: str = Form(""
                     return redirect(f"/resume?pid={code}")
                 now = time.time()
                 slot = s.scalar(select(func.count()).select_from(Participant).where(Participant.task == task.env_id))
-                # completed sessions and those still active hold their condition; abandoned ones free it
-                held = dict(s.execute(select(Participant.condition, func.count()).where(
-                    Participant.task == task.env_id, or_(Participant.stage == "done", Participant.last_active_at
-                                                         >= now - 60 * r.study.timeout_minutes))
-                    .group_by(Participant.condition)).all())
-                counts = [held.get(c, 0) for c in range(len(task.conditions))]
-                cond = assign_condition(r.cfg.seed, counts)
+                design, chosen = None, {}
+                if r.adaptive is not None:
+                    # the design ADO picks under the state as stored now (read in this transaction, so the
+                    # latest any server process wrote); its world is the condition
+                    design, cond, version, counted = r.adaptive.choose(s)
+                    chosen = {"design": design.to_dict(), "ado_version": version, "ado_counted": counted}
+                else:
+                    # completed sessions and those still active hold their condition; abandoned ones free it
+                    held = dict(s.execute(select(Participant.condition, func.count()).where(
+                        Participant.task == task.env_id, or_(Participant.stage == "done", Participant.last_active_at
+                                                             >= now - 60 * r.study.timeout_minutes))
+                        .group_by(Participant.condition)).all())
+                    counts = [held.get(c, 0) for c in range(len(task.conditions))]
+                    cond = assign_condition(r.cfg.seed, counts)
+                    chosen = {"held": counts}
                 seed = episode_seed(r.cfg.seed, slot)
                 w = task.world(cond, seed)
+                # panels shown before the participant's own tests: the design's demonstrations, else the task's
+                # context panels
+                shown_first = [(on, lit, "demonstration") for on, lit in design.demonstrations] if design else \
+                    [(on, lit, "context") for on, lit in w.context]
                 p = Participant(code=code, code_source=source, session_token=token, task=task.env_id, slot=slot,
                                 condition=cond, design_seed=r.cfg.seed, episode_seed=seed, n_objects=w.n_objects,
                                 rule=w.rule, true_blickets=_fmt_set(w.blickets), stage="check", check_attempts=0,
-                                n_tests=len(w.context), consented_at=now, export_id=r.export_id(code),
+                                n_tests=len(shown_first), consented_at=now, export_id=r.export_id(code),
                                 study_id=study_id or None, session_id=session_id or None,
-                                resume_code="".join(secrets.choice(_CODE_ALPHABET) for _ in range(8)))
+                                resume_code="".join(secrets.choice(_CODE_ALPHABET) for _ in range(8)),
+                                design=json.dumps(design.to_dict()) if design else None)
                 s.add(p)
                 s.flush()
-                for k, (on, lit) in enumerate(w.context, start=1):
-                    s.add(TrialRow(participant_id=p.id, test=k, objects_on=_fmt_set(on), lit=lit, source="context",
+                for k, (on, lit, kind) in enumerate(shown_first, start=1):
+                    s.add(TrialRow(participant_id=p.id, test=k, objects_on=_fmt_set(on), lit=lit, source=kind,
                                    created_at=now))
-                log_event(s, p, "consent", slot=slot, condition=cond, code_source=source, held=counts)
+                log_event(s, p, "consent", slot=slot, condition=cond, code_source=source, **chosen)
             break
         except IntegrityError:
             # Another session took this slot or this code at the same moment (possible only where the database
@@ -143,8 +169,9 @@ def check_page(request: Request, db: Reads, r: Rt):
         if p.stage != "check":
             return redirect(STAGE_URL[p.stage])
         w = r.task.world(p.condition, p.episode_seed)
-        return r.page(request, "check.html", step="Questions", p=p, n_blickets=w.n_blickets, n_objects=w.n_objects,
-                      wrong=request.query_params.get("wrong"))
+        _, told, budget = shown(r, p)
+        return r.page(request, "check.html", step="Questions", p=p, n_blickets=told, n_objects=w.n_objects,
+                      max_tests=budget, wrong=request.query_params.get("wrong"))
 
 
 @router.post("/check")
@@ -154,8 +181,10 @@ def check(db: Writes, r: Rt, how: str = Form(""), count: str = Form(""), when: s
             raise HTTPProblem(409, "The comprehension check was already passed.")
         if how not in ("test", "ask", "guess") or when not in ("ready", "once", "never"):
             raise HTTPProblem(422, "Please answer every question of the comprehension check.")
-        n = number(count.strip(), "the number of blickets")
-        ok = how == "test" and when == "ready" and n == r.task.world(p.condition, p.episode_seed).n_blickets
+        told = shown(r, p)[1]
+        # a participant not told the count is not asked it
+        n = None if told is None else number(count.strip(), "the number of blickets")
+        ok = how == "test" and when == "ready" and n == told
         p.check_attempts += 1
         log_event(s, p, "check", how=how, count=n, when=when, passed=ok)
         if ok:
@@ -248,7 +277,7 @@ def judge_page(request: Request, db: Reads, r: Rt):
 
 
 @router.post("/judge")
-def judge(db: Writes, r: Rt, blickets: list[str] = Form([]), rule: str = Form("")):
+def judge(db: Writes, r: Rt, background: BackgroundTasks, blickets: list[str] = Form([]), rule: str = Form("")):
     with db.write() as (s, p):
         if p.stage != "task":
             raise HTTPProblem(409, "The answer was already given." if p.stage == "done" else
@@ -261,6 +290,10 @@ def judge(db: Writes, r: Rt, blickets: list[str] = Form([]), rule: str = Form(""
         p.judged_blickets, p.rule_choice = _fmt_set(judged), rule
         p.stage, p.finished_at = "done", time.time()
         log_event(s, p, "judge", blickets=list(judged), rule=rule)
+    if r.adaptive is not None:
+        # after the response, in the thread pool: the participant's marginal likelihoods take a moment, and no
+        # request waits for them (consents meanwhile get the design of the state as it is)
+        background.add_task(r.adaptive.catch_up_soon, r)
     return redirect("/debrief")
 
 

@@ -1,18 +1,22 @@
 """Storage of served sessions: SQLAlchemy 2 tables, Alembic migrations, durable writes and the CSV export.
 
-Three tables (``causalplay/serve/migrations`` creates them; :func:`open_db` upgrades a database to the newest
+Four tables (``causalplay/serve/migrations`` creates them; :func:`open_db` upgrades a database to the newest
 revision on start):
 
 * ``participants`` -- one row per session: the participant code (``PROLIFIC_PID`` or generated), Prolific's
   ``STUDY_ID`` and ``SESSION_ID``, the id the export carries (a salted hash of the code unless the study asks
   for raw ids), the secret session token held in the browser's cookie and the resume code, the task, the
   consent-order slot and condition, the episode seed, the true world (server side only), the stage reached,
-  timestamps (consent, task start, last state change, end) and the final judgements.
+  timestamps (consent, task start, last state change, end), the final judgements and, in an adaptive study, the
+  design chosen for the participant (JSON of :meth:`causalplay.design.Design.to_dict`).
 * ``tests`` -- one row per panel the participant saw, in order: the task's context panels
-  (``source="context"``, written when the session starts) and the participant's own tests
-  (``source="participant"``).
+  (``source="context"``) or an adaptive design's demonstrations (``source="demonstration"``), both written when
+  the session starts, and the participant's own tests (``source="participant"``).
 * ``events`` -- an append-only log of every state change (consent, comprehension answers, practice tests,
   tests, resumes, judgement).
+* ``ado_states`` -- one row per task of an adaptive study: the JSON state of :mod:`causalplay.design.ado`
+  (models, prior, every counted participant's log marginal likelihoods) and a version number bumped by every
+  write (:mod:`causalplay.serve.adaptive`).
 
 Durability: every request that changes state runs in one transaction that is committed before the response is
 sent. SQLite is opened in WAL mode with ``synchronous=FULL`` and every transaction starts with
@@ -20,13 +24,15 @@ sent. SQLite is opened in WAL mode with ``synchronous=FULL`` and every transacti
 lock); a server killed with SIGKILL therefore loses nothing it acknowledged.
 
 :func:`export_trials` writes ``participants.csv`` / ``tests.csv`` in the schema of
-:func:`causalplay.data.load_trials` (``docs/human-data.md``).
+:func:`causalplay.data.load_trials` (``docs/human-data.md``); :func:`trial_data` reads sessions through the same
+rows into a :class:`causalplay.data.TrialData`.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,8 +41,9 @@ from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, Unique
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
-__all__ = ["Base", "Participant", "TrialRow", "Event", "open_db", "make_engine", "upgrade", "export_trials",
-           "DEFAULT_DB", "PARTICIPANT_EXPORT_COLUMNS", "TEST_EXPORT_COLUMNS"]
+__all__ = ["Base", "Participant", "TrialRow", "Event", "AdoState", "open_db", "make_engine", "upgrade",
+           "export_trials", "export_rows", "trial_data", "DEFAULT_DB", "PARTICIPANT_EXPORT_COLUMNS",
+           "TEST_EXPORT_COLUMNS"]
 
 #: The default database: a SQLite file in the working folder.
 DEFAULT_DB = "sqlite:///causalplay-serve.db"
@@ -45,7 +52,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 PARTICIPANT_EXPORT_COLUMNS = ("participant", "rule", "true_blickets", "judged_blickets", "blickets_correct",
                               "rule_choice", "rule_correct", "n_tests", "n_objects", "round_seconds", "completed",
                               "task", "condition", "episode_seed", "comprehension_attempts", "started_at",
-                              "finished_at")
+                              "finished_at", "n_blickets")
 TEST_EXPORT_COLUMNS = ("participant", "test", "objects_on", "lit", "seconds_since_previous", "source")
 
 
@@ -83,6 +90,8 @@ class Participant(Base):
     study_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     last_active_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # revision 0003: the design an adaptive study chose at consent (JSON of Design.to_dict); None otherwise
+    design: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     tests: Mapped[list[TrialRow]] = relationship(back_populates="participant", order_by="TrialRow.test")
 
@@ -96,7 +105,7 @@ class TrialRow(Base):
     test: Mapped[int] = mapped_column(Integer, nullable=False)  # 1-based, context panels first
     objects_on: Mapped[str] = mapped_column(String(64), nullable=False)  # space-separated indices
     lit: Mapped[bool] = mapped_column(Boolean, nullable=False)
-    source: Mapped[str] = mapped_column(String(16), nullable=False)  # "context" or "participant"
+    source: Mapped[str] = mapped_column(String(16), nullable=False)  # "context", "demonstration" or "participant"
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
 
     participant: Mapped[Participant] = relationship(back_populates="tests")
@@ -110,6 +119,19 @@ class Event(Base):
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
     payload: Mapped[str] = mapped_column(Text, nullable=False, default="{}")  # JSON
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class AdoState(Base):
+    """The sequential-ADO state of an adaptive study's task (revision 0003): the single source of truth that every
+    server process reads at consent and updates, version-checked, when participants finish."""
+
+    __tablename__ = "ado_states"
+
+    task: Mapped[str] = mapped_column(String(64), primary_key=True)  # environment id
+    state: Mapped[str] = mapped_column(Text, nullable=False)  # JSON of causalplay.design.ado's state
+    n_participants: Mapped[int] = mapped_column(Integer, nullable=False)  # participants the state counts
+    version: Mapped[int] = mapped_column(Integer, nullable=False)  # +1 per write
+    updated_at: Mapped[float] = mapped_column(Float, nullable=False)
 
 
 def log_event(session: Session, participant: Participant, kind: str, **payload) -> None:
@@ -199,7 +221,6 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
     (participants written, test rows written)
     """
     engine = db if isinstance(db, Engine) else make_engine(db)
-    out = Path(out)
     with Session(engine) as s, s.begin():
         tasks = sorted(set(s.scalars(select(Participant.task)).all()))
         if task is None and len(tasks) > 1:
@@ -210,29 +231,46 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
         if task is not None:
             q = q.where(Participant.task == task)
         rows = [p for p in s.scalars(q).all() if include_incomplete or p.stage == "done"]
-        prow, trow = [], []
-        for p in rows:
-            done, pid = p.stage == "done", p.export_id or p.code
-            judged = p.judged_blickets if done else ""
-            choice = (p.rule_choice or "") if done else ""
-            prow.append({
-                "participant": pid, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
-                "blickets_correct": str(set(judged.split()) == set(p.true_blickets.split())).lower(),
-                "rule_choice": choice, "rule_correct": str(choice == p.rule).lower(),
-                "n_tests": len(p.tests), "n_objects": p.n_objects,
-                "round_seconds": _fmt(p.finished_at - p.task_started_at) if done and p.task_started_at else "",
-                "completed": str(done).lower(), "task": p.task, "condition": p.condition,
-                "episode_seed": p.episode_seed, "comprehension_attempts": p.check_attempts,
-                "started_at": _iso(p.consented_at), "finished_at": _iso(p.finished_at)})
-            prev = p.task_started_at
-            for t in p.tests:
-                since = None
-                if t.source == "participant":
-                    since = None if prev is None else max(t.created_at - prev, 0.0)
-                    prev = t.created_at
-                trow.append({"participant": pid, "test": t.test, "objects_on": t.objects_on,
-                             "lit": str(bool(t.lit)).lower(), "seconds_since_previous": _fmt(since),
-                             "source": t.source})
+        prow, trow = export_rows(rows)
+    return _write_export(Path(out), prow, trow)
+
+
+def export_rows(participants) -> tuple[list[dict], list[dict]]:
+    """The export's rows of ``participants`` (:class:`Participant` objects of an open session, their tests
+    loaded on access): ``(participants.csv rows, tests.csv rows)`` as dicts keyed by the export columns.
+
+    An adaptive participant's demonstrations are ``source=demonstration`` rows before their own tests, and
+    ``n_blickets`` is the blicket count their design told them (empty: not told, or not an adaptive study).
+    """
+    prow, trow = [], []
+    for p in participants:
+        done, pid = p.stage == "done", p.export_id or p.code
+        judged = p.judged_blickets if done else ""
+        choice = (p.rule_choice or "") if done else ""
+        told = json.loads(p.design).get("n_blickets_told") if p.design else None
+        prow.append({
+            "participant": pid, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
+            "blickets_correct": str(set(judged.split()) == set(p.true_blickets.split())).lower(),
+            "rule_choice": choice, "rule_correct": str(choice == p.rule).lower(),
+            "n_tests": len(p.tests), "n_objects": p.n_objects,
+            "round_seconds": _fmt(p.finished_at - p.task_started_at) if done and p.task_started_at else "",
+            "completed": str(done).lower(), "task": p.task, "condition": p.condition,
+            "episode_seed": p.episode_seed, "comprehension_attempts": p.check_attempts,
+            "started_at": _iso(p.consented_at), "finished_at": _iso(p.finished_at),
+            "n_blickets": "" if told is None else told})
+        prev = p.task_started_at
+        for t in p.tests:
+            since = None
+            if t.source == "participant":
+                since = None if prev is None else max(t.created_at - prev, 0.0)
+                prev = t.created_at
+            trow.append({"participant": pid, "test": t.test, "objects_on": t.objects_on,
+                         "lit": str(bool(t.lit)).lower(), "seconds_since_previous": _fmt(since),
+                         "source": t.source})
+    return prow, trow
+
+
+def _write_export(out: Path, prow: list[dict], trow: list[dict]) -> tuple[int, int]:
     out.mkdir(parents=True, exist_ok=True)
     # Incomplete rows (include_incomplete) have empty judgements, so their correctness columns read false;
     # load_trials accepts them, and the completed column tells them apart.
@@ -243,3 +281,15 @@ def export_trials(db: str | Engine, out: str | Path, *, task: str | None = None,
             w.writeheader()
             w.writerows(data)
     return len(prow), len(trow)
+
+
+def trial_data(participants):
+    """The :class:`causalplay.data.TrialData` of ``participants`` (finished :class:`Participant` objects of an open
+    session) exactly as :func:`export_trials` writes them and :func:`causalplay.data.load_trials` reads them back
+    (through a temporary folder, so the server and an analysis of the export see the same data)."""
+    from causalplay.data import load_trials
+
+    prow, trow = export_rows(participants)
+    with tempfile.TemporaryDirectory() as tmp:
+        _write_export(Path(tmp), prow, trow)
+        return load_trials(tmp)

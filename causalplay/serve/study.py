@@ -1,19 +1,23 @@
 """The study file of ``causalplay serve --study study.toml``: what participants read and which conditions run.
 
 A TOML file (read with :mod:`tomllib`) whose top-level keys are the fields of :class:`Study`; conditions are
-``[[conditions]]`` tables. Every key is checked (an unknown key or a wrong type is an error naming it); the
-conditions are checked against the task by :class:`causalplay.serve.tasks.ServedTask`. ``docs/serve.md`` shows
-a complete example. ``consent`` and ``debrief`` are Markdown (CommonMark); raw HTML in them is shown as text.
+``[[conditions]]`` tables, an adaptive study's settings an ``[adaptive]`` table
+(:class:`causalplay.serve.adaptive.AdaptiveSpec`). Every key is checked (an unknown key or a wrong type is an
+error naming it); the conditions are checked against the task by :class:`causalplay.serve.tasks.ServedTask`.
+``docs/serve.md`` shows complete examples. ``consent`` and ``debrief`` are Markdown (CommonMark); raw HTML in
+them is shown as text.
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
 from markupsafe import Markup
+
+from .adaptive import AdaptiveSpec
 
 __all__ = ["Study", "load_study", "markdown"]
 
@@ -47,6 +51,9 @@ class Study:
         Salt of that hash (default: random per server start; set it to recompute a participant's hash later).
     timeout_minutes : float
         A session idle this long without finishing is abandoned: its condition goes to the next participant.
+    adaptive : AdaptiveSpec or None
+        The ``[adaptive]`` table: each participant's design is chosen at consent by sequential adaptive design
+        optimisation (:class:`causalplay.serve.adaptive.AdaptiveSpec`); it replaces ``conditions``.
     """
 
     title: str = "The Blicket machine"
@@ -67,9 +74,19 @@ class Study:
     raw_ids: bool = False
     id_salt: str = ""
     timeout_minutes: float = 60.0
+    adaptive: AdaptiveSpec | None = None
 
     def __post_init__(self):
+        if isinstance(self.adaptive, dict):
+            object.__setattr__(self, "adaptive", AdaptiveSpec.from_table(self.adaptive))
+        elif not (self.adaptive is None or isinstance(self.adaptive, AdaptiveSpec)):
+            raise ValueError(f"study: adaptive must be an [adaptive] table, got {self.adaptive!r}")
+        if self.adaptive is not None and self.conditions:
+            raise ValueError("study: an [adaptive] study chooses each participant's design itself; remove its "
+                             "[[conditions]] (the conditions are the worlds of the candidate designs)")
         for f in fields(self):
+            if f.name == "adaptive":
+                continue
             v, want = getattr(self, f.name), type(f.default)
             if isinstance(v, list):
                 object.__setattr__(self, f.name, v := tuple(v))
@@ -96,9 +113,12 @@ def load_study(path: str | Path) -> Study:
     if unknown := sorted(set(data) - known):
         raise ValueError(f"study file {path}: unknown keys {unknown}; the keys are {sorted(known)}")
     try:
-        return Study(**data)
+        study = Study(**data)
     except ValueError as err:
         raise ValueError(f"study file {path}: {err}") from None
+    if study.adaptive is not None:  # its files are named relative to the study file
+        study = replace(study, adaptive=study.adaptive.relative_to(path.parent))
+    return study
 
 
 @lru_cache(maxsize=64)
