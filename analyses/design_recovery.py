@@ -57,6 +57,7 @@ class Config:
     seed: int = 0
     root: str = "runs"
     generating: tuple[str, ...] = MODELS  # a subset gives the rows a run of all gives for those models
+    samples: int = 200  # simulated sequences per model and design where --choices is too many to sum over
 
     @classmethod
     def smoke(cls, root: str = "runs") -> Config:
@@ -94,7 +95,8 @@ def run(cfg: Config) -> dict:
         cands = cands[:cfg.candidates]
     sim = simulate_studies(fits, nexiom_designs(), cands, generating=list(cfg.generating),
                            participants_fixed=cfg.fixed, participants_ado=cfg.ado,
-                           studies=cfg.studies, draws=cfg.draws, choices=cfg.choices, seed=cfg.seed, out=folder)
+                           studies=cfg.studies, draws=cfg.draws, choices=cfg.choices, seed=cfg.seed, out=folder,
+                           samples=cfg.samples)
     needed = {rule: sim.needed(0.8, rule) for rule in ("one_se", "map")}
     curve = sim.curve
     for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
@@ -114,7 +116,10 @@ def main() -> None:
     ap.add_argument("--fixed", type=int, default=d.fixed, help="participants per fixed-design study")
     ap.add_argument("--ado", type=int, default=d.ado, help="participants per ADO study")
     ap.add_argument("--draws", type=int, default=d.draws)
-    ap.add_argument("--choices", type=int, default=d.choices)
+    ap.add_argument("--choices", type=int, default=d.choices, help="the choices of a participant the utility is "
+                    "about (31: a whole session of up to 30 tests, by Monte Carlo)")
+    ap.add_argument("--samples", type=int, default=d.samples, help="simulated sequences per model and design "
+                    "where --choices is too many to sum over (K >= 5)")
     ap.add_argument("--svi-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--generating", default=",".join(MODELS), help="models that generate studies")
@@ -122,7 +127,8 @@ def main() -> None:
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     cfg = Config.smoke() if a.smoke else Config(a.name, a.studies, a.fixed, a.ado, a.draws, a.choices, a.svi_steps,
-                                                 seed=a.seed, generating=tuple(a.generating.split(",")))
+                                                 seed=a.seed, generating=tuple(a.generating.split(",")),
+                                                 samples=a.samples)
     res = run(cfg)
     c = res["curve"]
     pooled = c[c["true"] == "all"].copy()

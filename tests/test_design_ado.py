@@ -155,6 +155,27 @@ def test_next_design_is_the_utility_argmax(fits):
     assert ado.next_design(json.loads(json.dumps(s1)), cands) == ado.next_design(s1, cands)
 
 
+def test_long_horizons_use_sampled_sequences_reweighted_by_the_posterior(fits):
+    """choices = 6 with 4 objects (16**5 sequences per design: beyond the exact sum): prepare simulates the state's
+    ``samples`` sequences per model and design once; after a participant the utilities are utility(method="mc")
+    with the posterior as prior, exactly, and the next design is their argmax."""
+    state = ado.start(list(fits), draws=10, seed=2, choices=6, samples=40)
+    cands = ado.prepare(fits, CANDS, state)
+    assert cands.method == "mc" and cands.samples == 40 and cands.log_p.shape == (len(CANDS), 2, 40, 2)
+    sim = simulate_fit(fits["eig_sweep_single"], 1, designs=[CANDS[1]], seed=3, max_tests=5)
+    s1 = ado.update(state, sim, fits)
+    post = ado.posterior(s1)
+    u1 = utility(fits, CANDS, choices=6, draws=10, seed=2, prior=post, method="mc", samples=40)
+    assert torch.equal(ado.utilities(s1, cands), u1.nats)
+    assert ado.next_design(s1, cands) == CANDS[int(torch.argmax(u1.nats))]
+    with pytest.raises(ValueError, match=r"prepared for \(models, choices, draws, seed, samples\)"):
+        ado.utilities(ado.start(list(fits), draws=10, seed=2, choices=6, samples=41), cands)
+    # a state written before samples was a setting reads as 200
+    old = {k: v for k, v in state.items() if k != "samples"}
+    with pytest.raises(ValueError, match=r"samples\) = .*40\), the state has .*200\)"):
+        ado.utilities(old, cands)
+
+
 def test_certain_posterior_ties_go_to_the_first_candidate(fits):
     """With one model certain no design carries information: every utility is 0 (within float noise), tied, and
     the lowest candidate index wins, whatever the order."""

@@ -15,7 +15,15 @@ from causalplay.models.choice import build_features
 
 import causalplay
 from causalplay.data import TrialData, load_nexiom
-from causalplay.design import Design, nexiom_designs, population_draws, predict, utility
+from causalplay.design import (
+    Design,
+    nexiom_designs,
+    population_draws,
+    predict,
+    sampled_information,
+    sequence_samples,
+    utility,
+)
 from causalplay.fitting import SVIOptions
 
 SVI = SVIOptions(steps=60, draws=40, progress=False)
@@ -129,6 +137,37 @@ def test_monte_carlo_within_its_error(fits):
     assert mc.method == "mc" and ex.method == "exact"
     assert torch.all(mc.se > 0) and torch.all(mc.se < 0.5 * mc.nats)
     assert torch.all((mc.nats - ex.nats).abs() < 4 * mc.se), (mc.nats, mc.se, ex.nats)
+
+
+def test_sampled_sequences_give_the_monte_carlo_utility_under_any_prior(fits):
+    """sequence_samples + sampled_information is utility(method="mc") exactly (same draws, samples, seed), under a
+    uniform and a lopsided prior from the same sequences; against the exact sum (K = 2) under the lopsided prior
+    within 4 standard errors; a model of prior 0 adds nothing (the other's utility is then 0)."""
+    scores = sequence_samples(fits, CANDS, 2, draws=30, samples=300, seed=1)
+    assert scores.shape == (len(CANDS), 2, 300, 2)
+    for prior in (None, [0.8, 0.2]):
+        mc = utility(fits, CANDS, choices=2, draws=30, method="mc", samples=300, seed=1, prior=prior)
+        nats, se = sampled_information(scores, prior)
+        assert torch.equal(nats, mc.nats) and torch.equal(se, mc.se)
+    ex = utility(fits, CANDS, choices=2, draws=30, method="exact", seed=1, prior=[0.8, 0.2])
+    nats, se = sampled_information(scores, [0.8, 0.2])
+    assert torch.all((nats - ex.nats).abs() < 4 * se), (nats, se, ex.nats)
+    zero, zse = sampled_information(scores, [1.0, 0.0])
+    assert torch.all(zero.abs() < 1e-12) and torch.all(zse.abs() < 1e-12)
+    with pytest.raises(ValueError, match=r"prior must hold 2 finite non-negative weights"):
+        sampled_information(scores, [1.0, -1.0])
+    with pytest.raises(ValueError, match=r"\[designs, models, samples, models\]"):
+        sampled_information(scores[..., 0])
+
+
+def test_whole_sessions_end_at_the_stop(fits):
+    """A horizon past every sequence's end (K = 60 choices on designs of budget 4) gives the same sequences and
+    utility as K = 5 = budget + 1: every simulated participant has stopped by then."""
+    short = [Design(3, d.blickets, d.rule, demonstrations=d.demonstrations, n_blickets_told=d.n_blickets_told,
+                    max_tests=4) for d in CANDS]
+    a = sequence_samples(fits, short, 5, draws=10, samples=20, seed=4)
+    b = sequence_samples(fits, short, 60, draws=10, samples=20, seed=4)
+    assert torch.equal(a, b)
 
 
 def test_more_choices_more_information(fits):

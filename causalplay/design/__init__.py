@@ -23,9 +23,19 @@
 from ..core.design import Design
 from . import ado
 from .data import design_space, designs_of, nexiom_designs
-from .predict import Utility, information, population_draws, predict, sequence_log_probs, utility
+from .predict import (
+    Utility,
+    information,
+    population_draws,
+    predict,
+    sampled_information,
+    sequence_log_probs,
+    sequence_samples,
+    utility,
+)
 from .trajectories import EpisodeRecorder, record_nexiom, score_histories, score_people, summarise
 
-__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information", "ado",
+__all__ = ["Design", "predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information",
+           "sequence_samples", "sampled_information", "ado",
            "designs_of", "nexiom_designs",
            "design_space", "score_histories", "score_people", "record_nexiom", "EpisodeRecorder", "summarise"]

@@ -42,7 +42,16 @@ import torch
 from ..core import checks as V
 from ..core.design import Design, designs_of
 from ..core.ties import argmax_tol
-from .predict import check_designs, information, population_draws, prior_weights, sequence_log_probs
+from .predict import (
+    EXACT_ROWS,
+    check_designs,
+    information,
+    population_draws,
+    prior_weights,
+    sampled_information,
+    sequence_log_probs,
+    sequence_samples,
+)
 
 if TYPE_CHECKING:
     from ..data import TrialData
@@ -58,7 +67,7 @@ _VERSION = 1
 
 # ---- the state ----------------------------------------------------------------------------------------------------
 def start(models: Sequence[str], prior: Mapping[str, float] | Sequence[float] | None = None, *, draws: int = 200,
-          seed: int = 0, choices: int = 2) -> dict:
+          seed: int = 0, choices: int = 2, samples: int = 200) -> dict:
     """A new study's state: no participant yet, the posterior is the prior.
 
     Parameters
@@ -72,7 +81,12 @@ def start(models: Sequence[str], prior: Mapping[str, float] | Sequence[float] | 
     seed : int
         Seed of those draws.
     choices : int
-        ``K``: the first choices of a participant whose information about the model the design maximises.
+        ``K``: the first choices of a participant whose information about the model the design maximises (a whole
+        session: at least the budget plus the stop, e.g. 31 for 30 tests).
+    samples : int
+        Where the sequences of ``K`` choices are too many to sum over (more than 4,096 per design: ``K >= 5`` with 4
+        objects), the utility is a Monte Carlo estimate from this many simulated participants per model and design
+        (:func:`causalplay.design.sequence_samples`).
 
     Returns
     -------
@@ -87,7 +101,8 @@ def start(models: Sequence[str], prior: Mapping[str, float] | Sequence[float] | 
     w = prior_weights(prior, names)
     return {"version": _VERSION, "models": names, "prior": w.tolist(),
             "draws": V.integer(draws, "draws", low=1), "seed": V.integer(seed, "seed", low=0),
-            "choices": V.integer(choices, "choices", low=1), "participants": []}
+            "choices": V.integer(choices, "choices", low=1), "samples": V.integer(samples, "samples", low=1),
+            "participants": []}
 
 
 def _check_state(state) -> None:
@@ -255,8 +270,12 @@ class Candidates:
     ----------
     designs : tuple of Design
     models : tuple of str
-    log_p : Tensor ``[models, designs, leaves]``
+    log_p : Tensor
+        ``method="exact"``: ``[models, designs, leaves]`` (:func:`causalplay.design.sequence_log_probs`);
+        ``"mc"``: ``[designs, models, samples, models]`` (:func:`causalplay.design.sequence_samples`).
     choices, draws, seed : int -- what the predictions were computed with
+    method : {"exact", "mc"}
+    samples : int or None -- Monte Carlo sequences per model and design (``"mc"``)
     """
 
     designs: tuple
@@ -265,18 +284,31 @@ class Candidates:
     choices: int
     draws: int
     seed: int
+    method: str = "exact"
+    samples: int | None = None
 
 
 def prepare(fits: Mapping[str, Fit], designs: Sequence[Design], state: Mapping) -> Candidates:
     """Every model's predictions for the candidate ``designs`` (the state's ``choices``, ``draws`` and ``seed``),
-    computed once: :func:`next_design` then scores them under each new posterior in microseconds."""
+    computed once: :func:`next_design` then scores them under each new posterior in microseconds. Exact sums over
+    the sequences of ``choices`` choices where a design has at most 4,096 of them, else the state's ``samples``
+    simulated sequences per model and design (:func:`causalplay.design.sequence_samples`)."""
     _check_state(state)
     ordered = fits_in_order(state, fits)
     designs = check_designs(designs)
-    log_p = sequence_log_probs(dict(zip(state["models"], ordered, strict=True)), designs, state["choices"],
-                               draws=state["draws"], seed=state["seed"])
-    return Candidates(tuple(designs), tuple(state["models"]), log_p, state["choices"], state["draws"],
-                      state["seed"])
+    named = dict(zip(state["models"], ordered, strict=True))
+    K, n_sets = state["choices"], 2**designs[0].n_objects
+    common = (tuple(designs), tuple(state["models"]))
+    if n_sets ** (K - 1) <= EXACT_ROWS:
+        log_p = sequence_log_probs(named, designs, K, draws=state["draws"], seed=state["seed"])
+        return Candidates(*common, log_p, K, state["draws"], state["seed"])
+    samples = _samples(state)
+    scores = sequence_samples(named, designs, K, draws=state["draws"], samples=samples, seed=state["seed"])
+    return Candidates(*common, scores, K, state["draws"], state["seed"], "mc", samples)
+
+
+def _samples(state: Mapping) -> int:
+    return state.get("samples", 200)  # states written before samples was a setting used 200
 
 
 def utilities(state: Mapping, candidates: Candidates) -> torch.Tensor:
@@ -286,11 +318,15 @@ def utilities(state: Mapping, candidates: Candidates) -> torch.Tensor:
         raise TypeError(f"candidates must be ado.prepare(fits, designs, state), got {V.describe(candidates)}")
     want = (tuple(state["models"]), state["choices"], state["draws"], state["seed"])
     got = (candidates.models, candidates.choices, candidates.draws, candidates.seed)
+    if candidates.method == "mc":
+        want, got = want + (_samples(state),), got + (candidates.samples,)
     if want != got:
-        raise ValueError(f"candidates were prepared for (models, choices, draws, seed) = {got}, the state has "
-                         f"{want}; prepare them with this state")
-    post = posterior(state)
-    return information(candidates.log_p, [post[m] for m in state["models"]])
+        raise ValueError(f"candidates were prepared for (models, choices, draws, seed{', samples' * (len(got) > 4)}) "
+                         f"= {got}, the state has {want}; prepare them with this state")
+    post = [posterior(state)[m] for m in state["models"]]
+    if candidates.method == "mc":
+        return sampled_information(candidates.log_p, post)[0]
+    return information(candidates.log_p, post)
 
 
 def next_design(state: Mapping, candidates: Candidates) -> Design:

@@ -32,10 +32,10 @@ if TYPE_CHECKING:
     from ..fitting import Fit
 
 __all__ = ["predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information",
-           "check_designs"]
+           "sequence_samples", "sampled_information", "check_designs", "EXACT_ROWS"]
 
 _F64 = torch.float64
-_EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
+EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
 
 
 def check_designs(designs: Sequence[Design] | Design) -> list[Design]:
@@ -305,7 +305,7 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     V.choice(method, "method", ("auto", "exact", "mc"))
     n_choice = 2**designs[0].n_objects + 1
     if method == "auto":  # the sum over sequences where its tree is small (cheaper than sampling, and exact)
-        method = "exact" if (n_choice - 1) ** (K - 1) <= _EXACT_ROWS else "mc"
+        method = "exact" if (n_choice - 1) ** (K - 1) <= EXACT_ROWS else "mc"
     samples = V.integer(samples, "samples", low=1)
     draws = V.integer(draws, "draws", low=1)
     seed = V.integer(seed, "seed")
@@ -450,6 +450,12 @@ def _exact(fits, thetas, designs, idx, K, log_prior, caches, shared, leaves_out:
 
 def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches, shared):
     """Nested Monte Carlo utility of the designs ``idx``: ``samples`` sequences per (model, design)."""
+    return _sampled_mi(_sample_scores(fits, thetas, designs, idx, K, samples, gen, caches, shared), log_prior)
+
+
+def _sample_scores(fits, thetas, designs, idx, K, samples, gen, caches, shared) -> torch.Tensor:
+    """``[len(idx), M, samples, M]``: ``samples`` sequences of up to ``K`` choices simulated per (design, generating
+    model), each scored by every model's population mixture (log probability)."""
     M, J = len(fits), thetas[0]["lapse"].shape[0]
     n_d = len(idx)
     # rows: design-major, then generating model, then sample
@@ -468,11 +474,81 @@ def _monte_carlo(fits, thetas, designs, idx, K, log_prior, samples, gen, caches,
         got = step.gather(-1, choice.view(1, 1, R, 1).expand(M, J, R, 1)).squeeze(-1)
         lp = lp + torch.where(alive, got, torch.zeros_like(got))
         alive = alive & (choice != S)
+        if not bool(alive.any()):  # every sequence has stopped: further steps would add nothing
+            break
         # stopped rows carry on with a dummy test (their path log-probability no longer changes)
         rows = rows.extend(torch.where(choice == S, 0, choice), torch.arange(R))
     log_pm = _log_mean_exp(lp, 1)  # [M, R] log p_m(y_r)
-    log_pbar = torch.logsumexp(log_prior[:, None] + log_pm, 0)
-    v = (log_pm[gen_model, torch.arange(R)] - log_pbar).view(n_d, M, samples)
-    mean, var = v.mean(-1), v.var(-1) if samples > 1 else torch.zeros(n_d, M, dtype=_F64)
+    return log_pm.T.reshape(n_d, M, samples, M)
+
+
+def _sampled_mi(scores: torch.Tensor, log_prior: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Utility and its standard error per design from :func:`_sample_scores`' ``[designs, M, samples, M]``: the
+    sequences of each generating model weighted by its prior (they were simulated without it, so any prior can
+    reuse them)."""
+    samples = scores.shape[2]
+    own = scores.diagonal(dim1=1, dim2=3)  # [D, samples, M]: log p_m(y) under its own model m
+    log_pbar = torch.logsumexp(log_prior + scores, -1)  # [D, M, samples]
+    v = own.transpose(1, 2) - log_pbar  # [D, M, samples]
+    mean = v.mean(-1)
+    var = v.var(-1) if samples > 1 else torch.zeros_like(mean)
     pi = log_prior.exp()
+    keep = pi > 0  # a model of prior 0 contributes nothing (and its sequences may be impossible under the others)
+    mean = torch.where(keep, mean, torch.zeros_like(mean))
+    var = torch.where(keep, var, torch.zeros_like(var))
     return (pi * mean).sum(-1), ((pi**2) * var / samples).sum(-1).sqrt()
+
+
+def sequence_samples(fits: Mapping[str, Fit], designs: Sequence[Design] | Design, choices: int, *, draws: int = 200,
+                     samples: int = 200, seed: int = 0, chunk: int | None = None) -> torch.Tensor:
+    """Simulated choice sequences of every model on every design, scored by every model: the Monte Carlo counterpart
+    of :func:`sequence_log_probs` for horizons whose tree of sequences is too large to sum over (a whole session:
+    ``choices`` at least the design's budget plus the stop).
+
+    Per design and generating model, ``samples`` participants are drawn from the model's ``draws`` new participants
+    (:func:`population_draws`, seeded with ``seed``) and play up to ``choices`` choices (a stop ends a sequence);
+    each sequence is scored by every model's mixture over its ``draws`` participants. The sequences do not depend on
+    a prior over the models, so :func:`sampled_information` gives the utility under any prior from them:
+    :func:`utility` with ``method="mc"`` and the same ``draws``, ``samples`` and ``seed`` is exactly
+    ``sampled_information(sequence_samples(...), prior)``.
+
+    Returns
+    -------
+    Tensor ``[designs, models, samples, models]``
+        ``[d, m, s, m']``: the log probability under model ``m'`` of the ``s``-th sequence model ``m`` generated on
+        design ``d``.
+    """
+    if not isinstance(fits, Mapping) or len(fits) < 1:
+        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
+    if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
+        raise TypeError(f"fits[{bad[0]!r}] is a tensor; sequence_samples needs Fits")
+    designs = check_designs(designs)
+    K = V.integer(choices, "choices", low=1)
+    draws = V.integer(draws, "draws", low=1)
+    samples = V.integer(samples, "samples", low=1)
+    seed = V.integer(seed, "seed")
+    n_choice = 2**designs[0].n_objects + 1
+    thetas = [population_draws(f, draws, seed) for f in fits.values()]
+    M = len(fits)
+    per_design = M * samples * K * M * draws * n_choice * 4
+    chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
+    gen = torch.Generator().manual_seed(seed + 104729)  # the generator utility(method="mc") uses
+    cache = [{} for _ in fits]
+    shared: dict = {}
+    return torch.cat([_sample_scores(list(fits.values()), thetas, designs,
+                                     torch.arange(a, min(a + chunk, len(designs))), K, samples, gen, cache, shared)
+                      for a in range(0, len(designs), chunk)])
+
+
+def sampled_information(scores: torch.Tensor, prior: torch.Tensor | Sequence[float] | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mutual information (nats) between the model and the sequence, per design, and its Monte Carlo standard error,
+    from :func:`sequence_samples`' ``[designs, models, samples, models]`` and prior weights over the models (default
+    uniform; normalised)."""
+    if not isinstance(scores, torch.Tensor) or scores.dim() != 4 or scores.shape[1] != scores.shape[3]:
+        raise ValueError(f"scores must be a [designs, models, samples, models] tensor, got {V.describe(scores)}")
+    M = scores.shape[1]
+    w = torch.ones(M, dtype=_F64) if prior is None else torch.as_tensor(prior, dtype=_F64).flatten()
+    if w.shape != (M,) or not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or float(w.sum()) <= 0:
+        raise ValueError(f"prior must hold {M} finite non-negative weights, not all 0, got {w.tolist()}")
+    return _sampled_mi(scores.to(_F64), torch.log(w / w.sum()))

@@ -35,6 +35,7 @@ from ..core import checks as V
 from ..core.design import Design
 from ..core.metrics import wilson_ci
 from . import ado
+from .predict import EXACT_ROWS
 
 if TYPE_CHECKING:
     from ..fitting import Fit
@@ -232,7 +233,7 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
                      generating: Sequence[str] | None = None, participants_fixed: int = 120,
                      participants_ado: int = 40, studies: int = 20, grid: Sequence[int] | None = None,
                      draws: int = 200, choices: int = 2, seed: int = 0, out: str | Path | None = None,
-                     executor: Executor | None = None) -> StudySimulation:
+                     executor: Executor | None = None, samples: int = 200) -> StudySimulation:
     """Simulated studies of every generating model under the fixed design and under sequential ADO, and their
     recovery curves (:func:`recovery`).
 
@@ -249,9 +250,10 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
     grid : sequence of int, optional
         Participant counts the curves are read at (default: 1, 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100,
         120, ... below the larger arm's count, and both arms' counts).
-    draws, choices, seed : int
+    draws, choices, seed, samples : int
         ADO's state (:func:`ado.start`: the population draws each model stands for, the choices its utility is
-        about); the same draws score the fixed arm.
+        about, the simulated sequences per model and design where those choices are too many to sum over); the
+        same draws score the fixed arm.
     out : folder, optional
         ``rows.csv`` (every participant), ``recovery.csv`` and ``recovery.png`` are rewritten there after every
         finished (arm, generating model); a rerun into the same folder with the same settings skips those already
@@ -263,7 +265,7 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
     generating = list(generating or names)
     if bad := sorted(set(generating) - set(names)):
         raise ValueError(f"generating model(s) {bad} are not among the fitted models {names}")
-    state = ado.start(names, draws=draws, seed=seed, choices=choices)
+    state = ado.start(names, draws=draws, seed=seed, choices=choices, samples=samples)
     top = max(participants_fixed, participants_ado)
     if grid is None:
         grid = sorted({n for n in (1, 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 160, 200, 300, 400,
@@ -272,6 +274,8 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
                 "candidates": len(candidates), "participants_fixed": participants_fixed,
                 "participants_ado": participants_ado, "studies": studies, "draws": draws, "choices": choices,
                 "seed": seed}
+    if candidates and (2**candidates[0].n_objects) ** (choices - 1) > EXACT_ROWS:  # a Monte Carlo utility
+        settings["samples"] = samples
     rows = pd.DataFrame()
     folder = None
     if out is not None:
