@@ -198,6 +198,7 @@ def _table() -> dict:
     ({"space": {"told": [1]}}, "adaptive.space.told must be a non-empty list of bools"),
     ({"space": {"demonstrations": "1"}}, "adaptive.space.demonstrations must be a int"),
     ({"sample": 1.5}, "adaptive.sample must be an integer >= 0"),
+    ({"samples": 0}, "adaptive.samples must be an integer >= 1"),
     ({"budget": 3}, "unknown key(s) ['budget'] in [adaptive]"),
 ])
 def test_adaptive_table_is_checked(change, message):
@@ -250,3 +251,61 @@ def test_documented_adaptive_study_file_parses(tmp_path):
     assert spec.fits[0] == str(tmp_path / "runs/pilot/fits/positive.nc") and spec.data == str(tmp_path / "pilot")
     # 2 rules x 6 blicket pairs x (1 + 15 one-set histories) x told or not
     assert len(spec.candidate_designs(4)) == 2 * 6 * 16 * 2 == 384
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shared.db'}"
+        return
+    from serve_server import postgres
+
+    with postgres() as (url, reason):
+        if url is None:
+            pytest.skip(reason)
+        yield url
+
+
+def test_two_servers_share_the_state(study_dir, db_url, monkeypatch):
+    """Two apps on one database (as two server processes): a consent on either reads the state the other wrote;
+    both counting the same finished participant at once records them once."""
+    from fastapi.testclient import TestClient
+
+    from causalplay.serve.app import ServeConfig, create_app
+
+    spec = AdaptiveSpec.from_table(_table()).relative_to(study_dir)
+    apps = [create_app(ServeConfig(db=db_url, admin_token=TOKEN, study=Study(practice=False, raw_ids=True,
+                                                                             adaptive=spec))) for _ in range(2)]
+    rts = [a.state.rt for a in apps]
+
+    def take_part(app, pid):
+        c = TestClient(app, base_url="http://127.0.0.1")
+        r = c.post("/consent", data={"consent": "yes", "pid": pid})
+        told = re.search(r'id="n-blickets">(\d+)<', r.text)
+        r = c.post("/check", data={"how": "test", "count": told.group(1) if told else "", "when": "ready"})
+        r = c.post("/test", data={"seq": SEQ.search(r.text).group(1), "objects": ["0", "1"]})
+        assert c.post("/judge", data={"blickets": ["0"], "rule": "conjunctive"}).url.path == "/debrief"
+
+    def consent_counted(pid):
+        with Session(apps[0].state.engine) as s:
+            p = s.scalars(select(Participant).where(Participant.code == pid)).one()
+            return json.loads(s.scalars(select(Event.payload).where(Event.participant_id == p.id,
+                                                                    Event.kind == "consent")).one())["ado_counted"]
+
+    take_part(apps[0], "X")  # counted by app 0 after its answer (TestClient runs the background task)
+    assert rts[1].adaptive.catch_up(rts[1]) == 0  # app 1 finds X counted
+    take_part(apps[1], "Y")  # app 1's consent read the state app 0 wrote
+    assert consent_counted("Y") == 1
+    # Z finishes with its counting lost (say, the process died after answering); both apps then count at once
+    monkeypatch.setattr(rts[0].adaptive, "catch_up_soon", lambda r: None)
+    take_part(apps[0], "Z")
+    with ThreadPoolExecutor(2) as pool:
+        added = list(pool.map(lambda rt: rt.adaptive.catch_up(rt), rts))
+    assert sorted(added) == [0, 1]
+    with Session(apps[0].state.engine) as s:
+        row = s.get(AdoState, "causalplay/Nexiom-v0")
+        state, version = json.loads(row.state), row.version
+    assert sorted(p["id"] for p in state["participants"]) == ["X", "Y", "Z"] and row.n_participants == 3
+    assert version == 3  # one write per participant counted, none for the count that found nothing new
+    take_part(apps[1], "W")
+    assert consent_counted("W") == 3

@@ -68,8 +68,9 @@ class AdaptiveSpec:
     prior : tuple of float or None
         Prior weight of each model in ``models`` order (a table ``{model = weight}`` or a list in the file),
         normalised; None: uniform.
-    draws, seed, choices : int
-        New participants per fitted population, their seed, and ``K``, the first choices the utility is about
+    draws, seed, choices, samples : int
+        New participants per fitted population, their seed, ``K``, the first choices the utility is about, and the
+        simulated sequences per model and design where ``K`` choices are too many to sum over
         (:func:`causalplay.design.ado.start`).
     space : dict or None
         Keyword arguments of :func:`causalplay.design.design_space` (``rules``, ``n_blickets``,
@@ -91,11 +92,13 @@ class AdaptiveSpec:
     space: dict | None = None
     designs: tuple | None = None
     sample: int = 0
+    samples: int = 200
 
     @classmethod
     def from_table(cls, t: dict) -> AdaptiveSpec:
         """The spec of an ``[adaptive]`` table (every key checked; errors name ``adaptive.<key>``)."""
-        known = {"models", "fits", "data", "prior", "draws", "seed", "choices", "space", "designs", "sample"}
+        known = {"models", "fits", "data", "prior", "draws", "seed", "choices", "space", "designs", "sample",
+                 "samples"}
         if unknown := sorted(set(t) - known):
             raise ValueError(f"study: unknown key(s) {unknown} in [adaptive]; its keys are {sorted(known)}")
         if missing := sorted({"models", "fits", "data"} - set(t)):
@@ -161,7 +164,8 @@ class AdaptiveSpec:
             designs = tuple(dict(d) for d in designs)
         spec = cls(tuple(models), tuple(fits[m] for m in models), t["data"], prior,
                    _int(t.get("draws", 200), "draws", 1), _int(t.get("seed", 0), "seed", 0),
-                   _int(t.get("choices", 2), "choices", 1), space, designs, _int(t.get("sample", 0), "sample", 0))
+                   _int(t.get("choices", 2), "choices", 1), space, designs, _int(t.get("sample", 0), "sample", 0),
+                   _int(t.get("samples", 200), "samples", 1))
         return spec
 
     def relative_to(self, base: str | Path) -> AdaptiveSpec:
@@ -246,7 +250,8 @@ class Adaptive:
         self.worlds = sorted({(d.rule, d.blickets) for d in self.designs})
         try:
             self.start_state = ado.start(list(spec.models), None if spec.prior is None else list(spec.prior),
-                                         draws=spec.draws, seed=spec.seed, choices=spec.choices)
+                                         draws=spec.draws, seed=spec.seed, choices=spec.choices,
+                                         samples=spec.samples)
         except (TypeError, ValueError) as err:
             raise ValueError(f"study: [adaptive]: {err}") from None
         self.fits = self._load_fits()
@@ -285,7 +290,9 @@ class Adaptive:
 
     # ---- the state row ------------------------------------------------------------------------------------------
     def _settings(self, state: dict) -> tuple:
-        return tuple(state[k] for k in ("version", "models", "prior", "draws", "seed", "choices"))
+        # states written before samples was a setting used 200
+        return (*(state[k] for k in ("version", "models", "prior", "draws", "seed", "choices")),
+                state.get("samples", 200))
 
     def ensure_state(self, s) -> None:
         """Create the task's state row (inside the caller's write transaction), or check the stored one is this
@@ -300,7 +307,7 @@ class Adaptive:
         stored = json.loads(row.state)
         if self._settings(stored) != self._settings(self.start_state):
             raise ValueError(f"the database holds an adaptive state of {self.env_id} for (version, models, prior, "
-                             f"draws, seed, choices) = {self._settings(stored)}, but the study says "
+                             f"draws, seed, choices, samples) = {self._settings(stored)}, but the study says "
                              f"{self._settings(self.start_state)}; use a new database for a changed study")
 
     def state(self, s) -> tuple[dict, int]:
