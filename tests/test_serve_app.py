@@ -221,6 +221,8 @@ def test_context_panels_shown_first_and_exported(tmp_path, name):
     assert [tuple(o) for o in t["objects_on"]] == [on for on, _ in w.context] + trials
     assert list(t["lit"]) == [lit for _, lit in w.context] + [_lit(w.rule, on, w.blickets) for on in trials]
     assert bool(d.participants["blickets_correct"][0]) and bool(d.participants["rule_correct"][0])
+    # the participant was told the count (the check page asked for it), so a fit's learner knows it too
+    assert d.known_counts() == {d.ids[0]: w.n_blickets}
 
 
 def test_repeated_or_stale_tests_show_the_stored_state(tmp_path):
@@ -380,6 +382,7 @@ def test_study_texts_ids_and_hashed_export(tmp_path):
     export_trials(app.state.engine, tmp_path / "out")
     d = load_trials(tmp_path / "out", n_objects=4)
     assert d.ids == ["p" + hashlib.sha256(b"s4lt:H1").hexdigest()[:16]]
+    assert d.known_counts() == {d.ids[0]: 2}  # told on the check page: "2 of them are blickets"
     assert all("H1" not in (tmp_path / "out" / f).read_text() for f in ("participants.csv", "tests.csv"))
 
 

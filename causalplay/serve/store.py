@@ -239,15 +239,17 @@ def export_rows(participants) -> tuple[list[dict], list[dict]]:
     """The export's rows of ``participants`` (:class:`Participant` objects of an open session, their tests
     loaded on access): ``(participants.csv rows, tests.csv rows)`` as dicts keyed by the export columns.
 
-    An adaptive participant's demonstrations are ``source=demonstration`` rows before their own tests, and
-    ``n_blickets`` is the blicket count their design told them (empty: not told, or not an adaptive study).
+    An adaptive participant's demonstrations are ``source=demonstration`` rows before their own tests.
+    ``n_blickets`` is the blicket count the participant was told: the task's (every served task tells it), or an
+    adaptive design's (empty where the design does not tell it).
     """
     prow, trow = [], []
     for p in participants:
         done, pid = p.stage == "done", p.export_id or p.code
         judged = p.judged_blickets if done else ""
         choice = (p.rule_choice or "") if done else ""
-        told = json.loads(p.design).get("n_blickets_told") if p.design else None
+        # every served task tells its blicket count (the check page asks for it) unless an adaptive design does not
+        told = json.loads(p.design).get("n_blickets_told") if p.design else len(p.true_blickets.split())
         prow.append({
             "participant": pid, "rule": p.rule, "true_blickets": p.true_blickets, "judged_blickets": judged,
             "blickets_correct": str(set(judged.split()) == set(p.true_blickets.split())).lower(),
