@@ -343,6 +343,20 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     return Utility(torch.cat(nats), torch.cat(se), method, K, names, log_prior.exp())
 
 
+def _sequence_args(fits, designs, choices, draws, seed, caller: str) -> tuple[list, int, int, list]:
+    """The checked arguments of :func:`sequence_log_probs` / :func:`sequence_samples`: ``(designs, K, choices per
+    decision, each model's population draws)``."""
+    if not isinstance(fits, Mapping) or len(fits) < 1:
+        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
+    if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
+        raise TypeError(f"fits[{bad[0]!r}] is a tensor; {caller} needs Fits")
+    designs = check_designs(designs)
+    K = V.integer(choices, "choices", low=1)
+    draws = V.integer(draws, "draws", low=1)
+    seed = V.integer(seed, "seed")
+    return designs, K, 2**designs[0].n_objects + 1, [population_draws(f, draws, seed) for f in fits.values()]
+
+
 def sequence_log_probs(fits: Mapping[str, Fit], designs: Sequence[Design] | Design, choices: int = 1, *,
                        draws: int = 200, seed: int = 0, chunk: int | None = None) -> torch.Tensor:
     """Each model's log probability of every possible sequence of a participant's first ``choices`` choices.
@@ -359,16 +373,7 @@ def sequence_log_probs(fits: Mapping[str, Fit], designs: Sequence[Design] | Desi
         Log probabilities (``-inf`` where impossible); over the leaves of a design and model they sum to 1 (in
         probability). ``leaves`` is ``sum_k (2**N)**(k-1) * c_k`` with ``c_k = 2**N + 1`` for ``k = K``, else 1.
     """
-    if not isinstance(fits, Mapping) or len(fits) < 1:
-        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
-    if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
-        raise TypeError(f"fits[{bad[0]!r}] is a tensor; sequence_log_probs needs Fits")
-    designs = check_designs(designs)
-    K = V.integer(choices, "choices", low=1)
-    draws = V.integer(draws, "draws", low=1)
-    seed = V.integer(seed, "seed")
-    n_choice = 2**designs[0].n_objects + 1
-    thetas = [population_draws(f, draws, seed) for f in fits.values()]
+    designs, K, n_choice, thetas = _sequence_args(fits, designs, choices, draws, seed, "sequence_log_probs")
     M = len(fits)
     per_design = n_choice ** (K - 1) * M * draws * n_choice * 4
     chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
@@ -390,11 +395,7 @@ def information(log_p: torch.Tensor, prior: torch.Tensor | Sequence[float] | Non
     normalised): ``sum_m pi_m sum_y p_m(y) log(p_m(y) / sum_m' pi_m' p_m'(y))``."""
     if not isinstance(log_p, torch.Tensor) or log_p.dim() != 3:
         raise ValueError(f"log_p must be a [models, designs, leaves] tensor, got {V.describe(log_p)}")
-    M = log_p.shape[0]
-    w = torch.ones(M, dtype=_F64) if prior is None else torch.as_tensor(prior, dtype=_F64).flatten()
-    if w.shape != (M,) or not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or float(w.sum()) <= 0:
-        raise ValueError(f"prior must hold {M} finite non-negative weights, not all 0, got {w.tolist()}")
-    return _mi_terms(log_p.to(_F64), torch.log(w / w.sum())).sum(-1)
+    return _mi_terms(log_p.to(_F64), _log_weights(prior, log_p.shape[0])).sum(-1)
 
 
 def prior_weights(prior, names: list[str]) -> np.ndarray:
@@ -518,17 +519,8 @@ def sequence_samples(fits: Mapping[str, Fit], designs: Sequence[Design] | Design
         ``[d, m, s, m']``: the log probability under model ``m'`` of the ``s``-th sequence model ``m`` generated on
         design ``d``.
     """
-    if not isinstance(fits, Mapping) or len(fits) < 1:
-        raise TypeError(f"fits must be a non-empty dict name -> Fit, got {V.describe(fits)}")
-    if bad := [k for k, v in fits.items() if isinstance(v, torch.Tensor)]:
-        raise TypeError(f"fits[{bad[0]!r}] is a tensor; sequence_samples needs Fits")
-    designs = check_designs(designs)
-    K = V.integer(choices, "choices", low=1)
-    draws = V.integer(draws, "draws", low=1)
+    designs, K, n_choice, thetas = _sequence_args(fits, designs, choices, draws, seed, "sequence_samples")
     samples = V.integer(samples, "samples", low=1)
-    seed = V.integer(seed, "seed")
-    n_choice = 2**designs[0].n_objects + 1
-    thetas = [population_draws(f, draws, seed) for f in fits.values()]
     M = len(fits)
     per_design = M * samples * K * M * draws * n_choice * 4
     chunk = max(1, 2**24 // per_design) if chunk is None else V.integer(chunk, "chunk", low=1)
@@ -547,8 +539,12 @@ def sampled_information(scores: torch.Tensor, prior: torch.Tensor | Sequence[flo
     uniform; normalised)."""
     if not isinstance(scores, torch.Tensor) or scores.dim() != 4 or scores.shape[1] != scores.shape[3]:
         raise ValueError(f"scores must be a [designs, models, samples, models] tensor, got {V.describe(scores)}")
-    M = scores.shape[1]
+    return _sampled_mi(scores.to(_F64), _log_weights(prior, scores.shape[1]))
+
+
+def _log_weights(prior, M: int) -> torch.Tensor:
+    """Normalised log prior weights of ``M`` models (``None``: uniform); ``ValueError`` naming bad weights."""
     w = torch.ones(M, dtype=_F64) if prior is None else torch.as_tensor(prior, dtype=_F64).flatten()
     if w.shape != (M,) or not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or float(w.sum()) <= 0:
         raise ValueError(f"prior must hold {M} finite non-negative weights, not all 0, got {w.tolist()}")
-    return _sampled_mi(scores.to(_F64), torch.log(w / w.sum()))
+    return torch.log(w / w.sum())
