@@ -45,6 +45,15 @@ _DESIGN_KEYS = {"rule": str, "blickets": list, "demonstrations": list, "n_blicke
                 "n_objects": int}
 
 
+def _check_keys(table: dict, kinds: dict, where: str) -> None:
+    """Every key of ``table`` known (in ``kinds``) and of its type; ``ValueError`` naming the key otherwise."""
+    for k, v in table.items():
+        if k not in kinds:
+            raise ValueError(f"study: unknown key {k!r} in {where}; its keys are {sorted(kinds)}")
+        if type(v) is not kinds[k]:
+            raise ValueError(f"study: {where}.{k} must be a {kinds[k].__name__}, got {v!r}")
+
+
 def _int(v, what: str, low: int) -> int:
     if type(v) is not int or v < low:
         raise ValueError(f"study: adaptive.{what} must be an integer >= {low}, got {v!r}")
@@ -137,12 +146,7 @@ class AdaptiveSpec:
         if space is not None:
             if not isinstance(space, dict):
                 raise ValueError(f"study: adaptive.space must be a table of design_space's arguments, got {space!r}")
-            for k, v in space.items():
-                if k not in _SPACE_KEYS:
-                    raise ValueError(f"study: unknown key {k!r} in adaptive.space; its keys are "
-                                     f"{sorted(_SPACE_KEYS)}")
-                if type(v) is not _SPACE_KEYS[k]:
-                    raise ValueError(f"study: adaptive.space.{k} must be a {_SPACE_KEYS[k].__name__}, got {v!r}")
+            _check_keys(space, _SPACE_KEYS, "adaptive.space")
             for k, kind in (("rules", str), ("n_blickets", int), ("told", bool), ("max_tests", int)):
                 if k in space and not (space[k] and all(type(x) is kind for x in space[k])):
                     raise ValueError(f"study: adaptive.space.{k} must be a non-empty list of {kind.__name__}s, "
@@ -154,13 +158,7 @@ class AdaptiveSpec:
             for i, d in enumerate(designs):
                 if missing := sorted({"rule", "blickets"} - set(d)):
                     raise ValueError(f"study: adaptive.designs[{i}] needs {missing}, got {d!r}")
-                for k, v in d.items():
-                    if k not in _DESIGN_KEYS:
-                        raise ValueError(f"study: unknown key {k!r} in adaptive.designs[{i}]; its keys are "
-                                         f"{sorted(_DESIGN_KEYS)}")
-                    if type(v) is not _DESIGN_KEYS[k]:
-                        raise ValueError(f"study: adaptive.designs[{i}].{k} must be a {_DESIGN_KEYS[k].__name__}, "
-                                         f"got {v!r}")
+                _check_keys(d, _DESIGN_KEYS, f"adaptive.designs[{i}]")
             designs = tuple(dict(d) for d in designs)
         spec = cls(tuple(models), tuple(fits[m] for m in models), t["data"], prior,
                    _int(t.get("draws", 200), "draws", 1), _int(t.get("seed", 0), "seed", 0),
