@@ -97,7 +97,8 @@ class Server:
             self.proc.stderr.close()
 
     def __enter__(self) -> Server:
-        return self.start()
+        # `with Server(...).start(timeout) as srv:` must not start a second server (the first would be left running)
+        return self if self.proc is not None and self.proc.poll() is None else self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
