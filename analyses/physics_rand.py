@@ -11,8 +11,11 @@ the task key) and counts ``h`` successes; ``C(n - h, k) / C(n, k)`` (``n >= 100`
 Under RAND the within- and cross-template protocols differ only in how tasks are grouped into folds, so both
 have the all-task mean as their expectation; the 95% interval resamples templates, then tasks within each
 (10,000 bootstrap draws), i.e. a new set of templates like ours. Rows are appended to ``--out`` as tasks finish
-(a rerun resumes).
+(a rerun resumes). The per-template lines give each template's mean success probability and mean expected
+AUCCESS over its tasks.
 
+    python analyses/physics_rand.py --tier B-v2 --tasks 20 --actions 300
+    python analyses/physics_rand.py --tier 2B-v2 --tasks 12 --actions 300
     python analyses/physics_rand.py --tier B --tasks 8
     python analyses/physics_rand.py --tier 2B-v1 --tasks 8
 """
@@ -59,12 +62,26 @@ def expected_curve(hits: np.ndarray, n: np.ndarray, budget: int = BUDGET) -> np.
     return 1.0 - np.where(k[None] <= f, np.exp(np.where(k[None] <= f, logc, 0.0)), 0.0)
 
 
+def task_auccess(rows: list[dict]) -> np.ndarray:
+    """Each row's (task's) unbiased estimate of RAND's expected AUCCESS (%)."""
+    curves = expected_curve(np.array([r["hits"] for r in rows]), np.array([r["n"] for r in rows]))
+    w = auccess_weights(BUDGET)
+    return curves @ w / w.sum() * 100
+
+
+def per_template(rows: list[dict]) -> dict[int, tuple[float, float, int]]:
+    """Template index -> ``(mean success probability, mean expected AUCCESS %, tasks)`` over its rows."""
+    tmpl = np.array([int(r["key"][:2]) for r in rows])
+    p = np.array([r["hits"] / r["n"] for r in rows])
+    auc = task_auccess(rows)
+    return {int(t): (float(p[tmpl == t].mean()), float(auc[tmpl == t].mean()), int((tmpl == t).sum()))
+            for t in np.unique(tmpl)}
+
+
 def rand_auccess(rows: list[dict], boot: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
     """Estimate and 95% bootstrap interval (templates, then tasks within each) of RAND's expected AUCCESS (%)."""
     tmpl = np.array([int(r["key"][:2]) for r in rows])
-    curves = expected_curve(np.array([r["hits"] for r in rows]), np.array([r["n"] for r in rows]))
-    w = auccess_weights(BUDGET)
-    per_task = curves @ w / w.sum() * 100
+    per_task = task_auccess(rows)
     groups = [per_task[tmpl == t] for t in np.unique(tmpl)]
     rng = np.random.default_rng(seed)
     draws = np.empty(boot)
@@ -106,6 +123,13 @@ def main() -> None:
             logging.info("%s %s: %d/%d  (%d/%d tasks, %.0f s)", a.tier, key, h, n, len(rows), len(keys),
                          time.perf_counter() - t0)
     rows = [r for r in rows if r["key"] in set(keys)]
+    by_t = per_template(rows)
+    for t, (pt, auc, k) in by_t.items():
+        print(f"  {t:2d} {TEMPLATES[t]:18s} p = {pt:.4f}  AUCCESS {auc:5.1f}  ({k} tasks)")
+    aucs = np.array([v[1] for v in by_t.values()])
+    print(f"per template: AUCCESS median {np.median(aucs):.1f}, quartiles {np.percentile(aucs, 25):.1f}-"
+          f"{np.percentile(aucs, 75):.1f}, range {aucs.min():.1f}-{aucs.max():.1f}; mean p "
+          f"{np.mean([r['hits'] / r['n'] for r in rows]):.4f}")
     est, lo, hi = rand_auccess(rows)
     ref = PHYRE["2B" if a.tier.startswith("2B") else "B"]
     print(f"{a.tier}: RAND expected AUCCESS {est:.1f} % (95% CI {lo:.1f}-{hi:.1f}) over {len(rows)} tasks "

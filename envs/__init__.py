@@ -19,9 +19,10 @@ id                                     task
                                        an intervention in the last observation, warns
 ``causalplay/Overhypothesis-v0``       5 IVRE machines (2-4 blickets) sharing a rule drawn per sequence
                                        (``rule_per="episode"``: the control); :data:`SEQUENCE_IDS`
-``causalplay/PhysicsB-v0``             PHYRE-style physics puzzle, one ball per attempt (``physics`` extra;
-                                       ``causalplay/Physics2B-v1``: two balls, both needed; ``-v0``
-                                       deprecated); :data:`PHYSICS_IDS`
+``causalplay/PhysicsB-v2``             PHYRE-style physics puzzle, one ball per attempt (``physics`` extra;
+                                       ``causalplay/Physics2B-v2``: two balls, both needed); world version 2,
+                                       as hard for a random agent as PHYRE; ``PhysicsB-v0``, ``Physics2B-v1``
+                                       and ``Physics2B-v0`` deprecated (warn); :data:`PHYSICS_IDS`
 =====================================  ==================================================================
 
 Every Blicket id has a single env (``gymnasium.make``) and a native vector env (``gymnasium.make_vec(id, num_envs=B)``,

@@ -200,7 +200,10 @@ DAG = TaskFamily(
 )
 PHYSICS = TaskFamily(
     "physics",
-    envs=(EnvEntry("causalplay/PhysicsB-v0", f"{_PH}:make_b", f"{_PH}:batch_b", vector=False),
+    envs=(EnvEntry("causalplay/PhysicsB-v2", f"{_PH}:make_b_v2", f"{_PH}:batch_b_v2", vector=False),
+          EnvEntry("causalplay/Physics2B-v2", f"{_PH}:make_2b_v2", f"{_PH}:batch_2b_v2", vector=False),
+          # deprecated (warn): world version 0's templates, about twice (B) and three times (2B-v1) PHYRE's RAND
+          EnvEntry("causalplay/PhysicsB-v0", f"{_PH}:make_b", f"{_PH}:batch_b", vector=False),
           EnvEntry("causalplay/Physics2B-v1", f"{_PH}:make_2b", f"{_PH}:batch_2b", vector=False),
           # deprecated (warns): tier-B scenes played with two balls, most solvable with one
           EnvEntry("causalplay/Physics2B-v0", f"{_PH}:make_2b_v0", f"{_PH}:batch_2b_v0", vector=False)),

@@ -21,14 +21,15 @@ from .physics_templates import N_TASKS, TEMPLATES, TIERS, PhysicsTask, get_task,
 from .task import PlayerInfo, RewardSpec, as_rows, batch_action
 
 __all__ = ["PhysicsBatch", "PhysicsInfo", "PhysicsEnv", "MAX_BODIES", "TIER_BODIES", "BUDGET", "TIER_OF_ID",
-           "draw_batch", "make_b", "make_2b", "make_2b_v0", "batch_b", "batch_2b", "batch_2b_v0"]
+           "draw_batch", "make_b", "make_2b", "make_2b_v0", "make_b_v2", "make_2b_v2", "batch_b", "batch_2b",
+           "batch_2b_v0", "batch_b_v2", "batch_2b_v2"]
 
 MAX_BODIES, BUDGET = 10, 100
-#: Object-list rows per tier (a 2B-v1 scene holds two template scenes and the wall between them).
-TIER_BODIES = {"B": MAX_BODIES, "2B": MAX_BODIES, "2B-v1": 16}
+#: Object-list rows per tier (a 2B-v1 or 2B-v2 scene holds two template scenes and the wall between them).
+TIER_BODIES = {"B": MAX_BODIES, "2B": MAX_BODIES, "2B-v1": 16, "B-v2": MAX_BODIES, "2B-v2": 16}
 #: The tier each physics id plays.
-TIER_OF_ID = {"causalplay/PhysicsB-v0": "B", "causalplay/Physics2B-v1": "2B-v1",
-              "causalplay/Physics2B-v0": "2B"}
+TIER_OF_ID = {"causalplay/PhysicsB-v2": "B-v2", "causalplay/Physics2B-v2": "2B-v2",
+              "causalplay/PhysicsB-v0": "B", "causalplay/Physics2B-v1": "2B-v1", "causalplay/Physics2B-v0": "2B"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class PhysicsInfo(PlayerInfo):
 
     Attributes
     ----------
-    tier : {"B", "2B-v1", "2B"}
+    tier : {"B-v2", "2B-v2", "B", "2B-v1", "2B"}
     """
 
     tier: str = field(kw_only=True)
@@ -65,7 +66,7 @@ class PhysicsBatch:
     Parameters
     ----------
     tasks : list of PhysicsTask
-    tier : {"B", "2B-v1", "2B"}
+    tier : {"B-v2", "2B-v2", "B", "2B-v1", "2B"}
     budget, record, max_invalid : int
         Valid attempts per task (PHYRE: 100); steps between trajectory frames (0: none); invalid actions in a row
         after which a task is given up.
@@ -176,12 +177,12 @@ class PhysicsEnv(gym.Env):
     within 3 s (:mod:`causalplay.envs.physics_sim`).
 
     ## Action Space
-    ``Box(0, 1, (3m,), float32)``: ``m`` balls (``m = 1`` for tier B, 2 for 2B-v1 and 2B), each ``(x, y, r)`` with
+    ``Box(0, 1, (3m,), float32)``: ``m`` balls (1 for tiers B-v2 and B, 2 for the 2B tiers), each ``(x, y, r)`` with
     ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - RMIN)`` (:mod:`causalplay.envs.physics_templates`).
 
     ## Observation Space
-    ``Dict(image=Box(0, 6, (256, 256), uint8), objects=Box(0, 1, (n, 8), float32))`` (``n``: 10 for B and 2B, 16
-    for 2B-v1, :data:`TIER_BODIES`): the initial
+    ``Dict(image=Box(0, 6, (256, 256), uint8), objects=Box(0, 1, (n, 8), float32))`` (``n``: 10 for B-v2, B and
+    2B, 16 for 2B-v2 and 2B-v1, :data:`TIER_BODIES`): the initial
     scene in PHYRE's 7 colour indices (row 0 at the top) and the object list (columns ``COLS``, scaled to
     [0, 1], zero rows after the last body). The observation does not change within an episode.
 
@@ -193,13 +194,17 @@ class PhysicsEnv(gym.Env):
     body) gives reward 0, ``info["invalid"] = True`` and the episode goes on (PHYRE does not count it).
 
     ## Arguments
-    ``tier`` ("B", "2B-v1" or the deprecated "2B"), ``templates`` (template indices to draw from; default all),
-    ``n_tasks`` (task indices ``0..n_tasks-1`` per template; default 100).
+    ``tier`` ("B-v2", "2B-v2", or the deprecated "B", "2B-v1" and "2B"), ``templates`` (template indices to
+    draw from; default all), ``n_tasks`` (task indices ``0..n_tasks-1`` per template; default 100).
 
     ## Version History
     * v0: initial version (25 templates, 100 tasks each).
     * Physics2B-v1: every task needs both balls (two scaled template scenes side by side, a wall between, every
       green body must touch a target; :mod:`causalplay.envs.physics_templates`); ``Physics2B-v0`` is deprecated.
+    * PhysicsB-v2, Physics2B-v2: world version 2, whose templates are about as hard for a random agent as PHYRE's
+      (thicker sticks, smaller or farther targets, roofs; tiers ``B-v2`` and ``2B-v2``); ``PhysicsB-v0`` and
+      ``Physics2B-v1`` are deprecated. There is no ``PhysicsB-v1``: version 1 of the world changed only the
+      two-ball tier.
     """
 
     metadata = {"render_modes": ["rgb_array"]}
@@ -239,24 +244,58 @@ class PhysicsEnv(gym.Env):
         return render_rgb(self.batch.image()[0])
 
 
-#: The entry points of ``causalplay/PhysicsB-v0`` and ``causalplay/Physics2B-v1``.
-make_b, make_2b = functools.partial(PhysicsEnv, tier="B"), functools.partial(PhysicsEnv, tier="2B-v1")
+#: The entry points of ``causalplay/PhysicsB-v2`` and ``causalplay/Physics2B-v2``.
+make_b_v2, make_2b_v2 = functools.partial(PhysicsEnv, tier="B-v2"), functools.partial(PhysicsEnv, tier="2B-v2")
 #: The batch entry points of the same ids (``(batch_size, rng, **kwargs) -> PhysicsBatch``, see :func:`draw_batch`).
-batch_b, batch_2b = functools.partial(draw_batch, tier="B"), functools.partial(draw_batch, tier="2B-v1")
+batch_b_v2, batch_2b_v2 = functools.partial(draw_batch, tier="B-v2"), functools.partial(draw_batch, tier="2B-v2")
+
+# Each deprecated tier: its id, why it is deprecated, and what to use instead.
+_DEPRECATED = {
+    "B": ("causalplay/PhysicsB-v0", "a random agent's AUCCESS on it is about twice PHYRE's",
+          "causalplay/PhysicsB-v2"),
+    "2B-v1": ("causalplay/Physics2B-v1", "a random agent's AUCCESS on it is about three times PHYRE's",
+              "causalplay/Physics2B-v2"),
+    "2B": ("causalplay/Physics2B-v0", "most of its tasks fall to one ball",
+           "causalplay/Physics2B-v2, whose tasks need both balls"),
+}
 
 
-def _warn_2b_v0() -> None:
-    warnings.warn("causalplay/Physics2B-v0 is deprecated: most of its tasks fall to one ball; use "
-                  "causalplay/Physics2B-v1, whose tasks need both balls", FutureWarning, stacklevel=3)
+def _warn(tier: str) -> None:
+    old, why, new = _DEPRECATED[tier]
+    warnings.warn(f"{old} is deprecated: {why}; use {new}", FutureWarning, stacklevel=3)
+
+
+def make_b(**kwargs) -> PhysicsEnv:
+    """``causalplay/PhysicsB-v0`` (deprecated, warns): world version 0's one-ball tasks."""
+    _warn("B")
+    return PhysicsEnv(tier="B", **kwargs)
+
+
+def make_2b(**kwargs) -> PhysicsEnv:
+    """``causalplay/Physics2B-v1`` (deprecated, warns): paired version-0 scenes, both balls needed."""
+    _warn("2B-v1")
+    return PhysicsEnv(tier="2B-v1", **kwargs)
 
 
 def make_2b_v0(**kwargs) -> PhysicsEnv:
     """``causalplay/Physics2B-v0`` (deprecated, warns): tier-B scenes played with two balls."""
-    _warn_2b_v0()
+    _warn("2B")
     return PhysicsEnv(tier="2B", **kwargs)
+
+
+def batch_b(batch_size: int, rng, **kwargs) -> PhysicsBatch:
+    """The batch entry point of ``causalplay/PhysicsB-v0`` (deprecated, warns)."""
+    _warn("B")
+    return draw_batch(batch_size, rng, tier="B", **kwargs)
+
+
+def batch_2b(batch_size: int, rng, **kwargs) -> PhysicsBatch:
+    """The batch entry point of ``causalplay/Physics2B-v1`` (deprecated, warns)."""
+    _warn("2B-v1")
+    return draw_batch(batch_size, rng, tier="2B-v1", **kwargs)
 
 
 def batch_2b_v0(batch_size: int, rng, **kwargs) -> PhysicsBatch:
     """The batch entry point of ``causalplay/Physics2B-v0`` (deprecated, warns)."""
-    _warn_2b_v0()
+    _warn("2B")
     return draw_batch(batch_size, rng, tier="2B", **kwargs)

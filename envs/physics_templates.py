@@ -7,17 +7,24 @@ subset can be regenerated on its own. A draw is kept only when the scene without
 the goal and a search over the tier's action space **finds** an action that does; that action is stored with
 the task (:attr:`PhysicsTask.solution`). Rejected draws are redrawn from the next sub-seed.
 
-Tiers: ``B`` (one ball; an action is ``(x, y, r)`` in ``[0, 1]^3``) and ``2B-v1`` (two balls, ``[0, 1]^6``),
-plus the deprecated ``2B`` (world version 0, ``causalplay/Physics2B-v0``).
+Tiers (the id each is played by in brackets): ``B-v2`` (one ball, ``causalplay/PhysicsB-v2``; an action is
+``(x, y, r)`` in ``[0, 1]^3``) and ``2B-v2`` (two balls, ``causalplay/Physics2B-v2``; ``[0, 1]^6``), drawn from
+the templates of world version 2; and the deprecated ``B`` (``PhysicsB-v0``), ``2B-v1`` (``Physics2B-v1``) and
+``2B`` (``Physics2B-v0``), drawn from version 0's. :data:`TEMPLATE_VERSION` maps a tier to its template version
+and :func:`draw_scene` draws a scene of either version. Version 2 makes the templates that a uniform random
+agent solved too often harder (thicker sticks, smaller or farther targets, roofs; RAND's AUCCESS on version 0
+was about twice PHYRE's on B and three times on 2B) and keeps the others; version 0's generators are unchanged,
+so every version-0 task regenerates byte for byte. A tier's name is in every seed and cache path, so tiers never
+share tasks.
 
-``2B-v1`` tasks **need both balls**. A 2B-v1 task of template ``t`` puts two tasks of ``t`` side by side, each
-scaled by :data:`HALF` into one half of the world, with a static wall of the world's full height between them;
-the goal relation holds when *every* green body touches a target (one per half) for the hold time at the same
-time. A ball lies in one half (it cannot overlap the wall), and neither half reaches its goal without an action
-(checked at generation), so no single ball solves a task; :func:`single_ball_search` confirms it by a dense grid
-search, and the stored solution (one ball per half, each found by the solvability search of its half, then
-checked together) solves it. ``2B`` (v0) draws a tier-B scene and verifies it with two-ball actions, so most of
-its tasks fall to one ball (hence its deprecation).
+The paired tiers (:data:`PAIRED`: ``2B-v1``, ``2B-v2``) **need both balls**. A paired task of template ``t``
+puts two tasks of ``t`` side by side, each scaled by :data:`HALF` into one half of the world, with a static wall
+of the world's full height between them; the goal relation holds when *every* green body touches a target (one
+per half) for the hold time at the same time. A ball lies in one half (it cannot overlap the wall), and neither
+half reaches its goal without an action (checked at generation), so no single ball solves a task;
+:func:`single_ball_search` confirms it by a dense grid search, and the stored solution (one ball per half)
+solves it. ``2B`` (v0) draws a tier-B scene and verifies it with two-ball actions, so most of its tasks fall to
+one ball (hence its deprecation).
 
 Actions map to the world as ``x = a0 W``, ``y = a1 W``, ``r = RMIN + a2 (RMAX - RMIN)``.
 """
@@ -35,14 +42,19 @@ import numpy as np
 
 from causalplay.core.metrics import stable_unit, template_folds
 
-from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, invalid, parts, simulate
+from .physics_sim import BALL, BAR, JAR, OTHER, TARGET, W, add_balls, invalid, parts, simulate
 from .physics_sim import GOAL as G_
 
-__all__ = ["TEMPLATES", "TIERS", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "HALF", "PhysicsTask", "to_balls",
-           "make_task", "task_keys", "get_task", "cached", "action_set", "folds", "task_split", "single_ball_search",
-           "single_ball_grid"]
+__all__ = ["TEMPLATES", "TIERS", "TEMPLATE_VERSION", "PAIRED", "RMIN", "RMAX", "N_TASKS", "ACTIONS", "HALF",
+           "PhysicsTask", "to_balls", "draw_scene", "make_task", "task_keys", "get_task", "cached", "action_set",
+           "folds", "task_split", "single_ball_search", "single_ball_grid"]
 
-TIERS = {"B": 1, "2B-v1": 2, "2B": 2}
+TIERS = {"B": 1, "2B-v1": 2, "2B": 2, "B-v2": 1, "2B-v2": 2}
+#: The template version each tier draws its scenes from (:func:`draw_scene`): 0, the original templates, or 2,
+#: world version 2's (harder for a random agent).
+TEMPLATE_VERSION = {"B": 0, "2B-v1": 0, "2B": 0, "B-v2": 2, "2B-v2": 2}
+#: The tiers whose tasks pair two half-size scenes of one template (every task needs both balls).
+PAIRED = ("2B-v1", "2B-v2")
 #: Scale of each half of a 2B-v1 task (a template's 10 x 10 scene drawn into 4.9 x 4.9), the wall's half-width,
 #: and the left edges of the two halves.
 HALF, WALL, HALVES = 0.49, 0.1, (0.0, 5.1)
@@ -244,7 +256,7 @@ def _two_sticks(rng):
             _bar(x + s * d, 0.5 + h * 0.4, 0.3, h * 0.8, dyn=1, role=TARGET)]
 
 
-def _pendulum_ball(rng):
+def _pendulum_ball(rng, stopper=0.4):
     """A green ball on a tilted static bar held by a small stopper; lift it over the stopper."""
     s, r, ang = _side(rng), rng.uniform(0.3, 0.5), rng.uniform(0.15, 0.3)
     x, h, L = W / 2 + rng.uniform(-1, 1), rng.uniform(3, 5), 4.0
@@ -252,7 +264,7 @@ def _pendulum_ball(rng):
     bx = x + s * 0.8  # the ball rests against the stopper, on the down-hill side of the bar's centre
     top = h + 0.15 / c + (bx - x) * (-s * np.tan(ang)) * s * s
     return [_floor(TARGET), _bar(x, h, L, 0.3, s * ang if s < 0 else -ang),
-            _bar(x + s * 1.6 * c, h + 0.15 + 0.2 - s * s * 1.6 * sn, 0.2, 0.4),
+            _bar(x + s * 1.6 * c, h + 0.15 + stopper / 2 - s * s * 1.6 * sn, 0.2, stopper),
             _ball(bx - s * 2 * r, max(top, h) + r + 0.4, r, role=G_)]
 
 
@@ -298,6 +310,145 @@ _T: list[tuple[str, Callable]] = [
 TEMPLATES = tuple(n for n, _ in _T)
 
 
+# -- world version 2 (tiers B-v2, 2B-v2) ---------------------------------------------------------------------
+# The templates of version 0 that a uniform random ball solved too often (RAND far above PHYRE's; per-template
+# success probabilities in docs/dev/physics-log.md) get harder variants: the same goal and bodies, with thicker
+# sticks (a harder hit topples them), smaller or farther targets and roofs that shield the green body from balls
+# dropped from above. The other templates are version 0's, unchanged. Version 0's functions above stay as they
+# were, so every version-0 task regenerates byte for byte.
+def _knock_off_shelf_v2(rng):
+    """The green ball sits farther in from the shelf's edge (version 0: at most 0.4 in)."""
+    s, h, w, r = _side(rng), rng.uniform(3, 6), rng.uniform(2.5, 3.5), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(0.5, 2.5)
+    return [_floor(TARGET), _bar(cx, h, w, 0.3), _ball(cx + s * (w / 2 - r - rng.uniform(0.5, 1.0)), h + 0.15 + r, r,
+                                                      role=G_)]
+
+
+def _topple_stick_v2(rng, wall=False, shelf=False):
+    s, h = _side(rng), rng.uniform(1.6, 2.4)
+    x0, base = W / 2 + rng.uniform(-1.5, 1.5), 0.5
+    rows = [_floor(TARGET if shelf else OTHER)]
+    if shelf:  # the shelf reaches past the stick, so it must topple hard to fall off
+        base = rng.uniform(2, 3.5)
+        rows.append(_bar(x0 - s * 0.1, base - 0.15, rng.uniform(1.6, 2.2), 0.3))
+    rows.append(_bar(x0, base + h / 2, rng.uniform(0.7, 0.9), h, dyn=1, role=G_))
+    if wall:
+        wh = rng.uniform(0.4, 0.8)
+        rows.append(_bar(x0 + s * rng.uniform(0.6, 0.85) * h, 0.5 + wh / 2, 0.3, wh, role=TARGET))
+    elif not shelf:
+        rows.append(_bar(x0 + s * rng.uniform(0.8, 1.0) * h, 0.6, rng.uniform(0.4, 0.7), 0.2, role=TARGET))
+    return rows
+
+
+def _ball_into_jar_v2(rng):
+    s, h, w, r = _side(rng), rng.uniform(3, 5.5), rng.uniform(2, 3), rng.uniform(0.3, 0.45)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    jw, jh = rng.uniform(1.0, 1.3), rng.uniform(1.0, 1.5)
+    return [_floor(), _bar(cx, h, w, 0.3), _ball(cx + s * (w / 2 - r - 0.2), h + 0.15 + r, r, role=G_),
+            _jar(cx + s * (w / 2 + jw / 2 + rng.uniform(1.0, 2.0)), 0.5 + jh / 2, jw, jh, role=TARGET)]
+
+
+def _domino_v2(rng):
+    """Dominoes under a static roof that leaves only the outer edge of the first one's top open."""
+    s, n, gap, h = _side(rng), int(rng.integers(2, 4)), rng.uniform(1.2, 1.5), rng.uniform(1.6, 2.2)
+    x0 = W / 2 - s * gap * n / 2
+    rows = [_floor()] + [_bar(x0 + s * gap * k, 0.5 + h / 2, 0.35, h, dyn=1, role=G_ if k == n else OTHER)
+                         for k in range(n + 1)]
+    roof = gap * n + 0.7  # from 0.1 outwards of the first domino's centre to 0.6 past the last one's
+    rows.append(_bar(x0 + s * (roof / 2 - 0.1), 0.5 + h + 0.25, roof, 0.2))
+    return rows + [_bar(x0 + s * (gap * n + rng.uniform(1.05, 1.2) * h), 0.6, rng.uniform(0.3, 0.5), 0.2,
+                        role=TARGET)]
+
+
+def _roll_to_wall_v2(rng):
+    """A small green ball, a low wall far off and a low bump half way."""
+    s, r, x = _side(rng), rng.uniform(0.2, 0.35), W / 2 + rng.uniform(-1.5, 1.5)
+    d, wh = rng.uniform(3.0, 4.5), rng.uniform(0.4, 0.8)
+    return [_floor(), _ball(x, 0.5 + r, r, role=G_), _bar(x + s * d, 0.5 + wh / 2, 0.3, wh, role=TARGET),
+            _bar(x + s * d / 2, 0.56, 0.4, 0.12)]
+
+
+def _tower_v2(rng):
+    x, n, bw = W / 2 + rng.uniform(-2, 2), int(rng.integers(2, 4)), rng.uniform(0.7, 1.0)
+    rows, y = [_floor()], 0.5
+    for _ in range(n):
+        bh = rng.uniform(0.4, 0.7)
+        rows.append(_bar(x, y + bh / 2, bw, bh, dyn=1))
+        y += bh
+    r = rng.uniform(0.25, 0.4)
+    return rows + [_ball(x, y + r, r, role=G_), _bar(x + _side(rng) * rng.uniform(3.0, 4.5), 0.55,
+                                                       rng.uniform(0.4, 0.6), 0.1, role=TARGET)]
+
+
+def _shelf_to_shelf_v2(rng):
+    s, h, r = _side(rng), rng.uniform(4.5, 6.5), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    return [_floor(), _bar(cx, h, 2.0, 0.3), _ball(cx + s * 0.6, h + 0.15 + r, r, role=G_),
+            _bar(cx + s * rng.uniform(2.0, 3.5), h - rng.uniform(1.5, 3), rng.uniform(1.0, 1.5), 0.3, role=TARGET)]
+
+
+def _box_target_v2(rng):
+    s, h, r = _side(rng), rng.uniform(3, 5), rng.uniform(0.3, 0.5)
+    cx = W / 2 - s * rng.uniform(1, 2.5)
+    bw, bh = rng.uniform(0.4, 0.6), rng.uniform(0.3, 0.5)
+    return [_floor(), _bar(cx, h, 2.5, 0.3), _ball(cx + s * 0.9, h + 0.15 + r, r, role=G_),
+            _bar(cx + s * (1.25 + bw / 2 + rng.uniform(2.0, 3.0)), 0.5 + bh / 2, bw, bh, dyn=1, role=TARGET)]
+
+
+def _lift_bar_v2(rng):
+    x, bl = W / 2 + rng.uniform(-2, 2), rng.uniform(2.5, 3.5)
+    bh = rng.uniform(0.8, 1.8)
+    return [_floor(), _bar(x, 0.5 + bh / 2, 0.6, bh), _bar(x, 0.5 + bh + 0.12, bl, 0.24, dyn=1, role=G_),
+            _bar(x + _side(rng) * rng.uniform(2.8, 3.8), 0.6, rng.uniform(0.4, 0.6), 0.2, role=TARGET)]
+
+
+def _two_sticks_v2(rng):
+    s, h, x = _side(rng), rng.uniform(1.8, 2.6), W / 2 + rng.uniform(-2, 2)
+    d = rng.uniform(0.85, 1.0) * h
+    return [_floor(), _bar(x, 0.5 + h / 2, 0.7, h, dyn=1, role=G_),
+            _bar(x + s * d, 0.5 + h * 0.1, 0.8, h * 0.2, role=TARGET)]
+
+
+def _stick_hits_ball_v2(rng):
+    s, h, r = _side(rng), rng.uniform(2.0, 3.0), rng.uniform(0.25, 0.35)
+    x = W / 2 + rng.uniform(-1.5, 1.5)
+    bx = x + s * rng.uniform(0.95, 1.1) * h
+    return [_floor(), _bar(x, 0.5 + h / 2, 0.7, h, dyn=1, role=G_), _bar(bx - 0.55 * r - 0.1, 0.6, 0.2, 0.2),
+            _bar(bx + 0.55 * r + 0.1, 0.6, 0.2, 0.2), _ball(bx, 0.5 + np.sqrt(r**2 - (0.55 * r) ** 2) + 0.2, r,
+                                                           role=TARGET)]
+
+
+def _tilted_stopper_v2(rng):
+    """Version 0's scene (its bar always slopes down to the right) with a taller stopper, and a purple pad past
+    the bar's lower (right) end instead of a purple floor: knocking the ball back up the bar no longer solves it."""
+    rows = _pendulum_ball(rng, stopper=0.55)
+    x, ang = rows[1][1], abs(rows[1][5])
+    rows[0] = _floor()
+    return rows + [_bar(x + 2.0 * np.cos(ang) + rng.uniform(0.3, 1.2), 0.6, rng.uniform(0.6, 1.0), 0.2, role=TARGET)]
+
+
+def _two_shelves_v2(rng):
+    """Version 0's ``two_shelves`` with a static roof over the green ball, reaching 0.6 past it towards the lower
+    shelf's far edge, so a ball dropped from above no longer knocks it off directly."""
+    s, r, rg = _side(rng), rng.uniform(0.3, 0.45), rng.uniform(0.3, 0.5)
+    lo, cx = rng.uniform(2.5, 3.5), W / 2 + s * rng.uniform(0, 1.5)
+    hi = lo + rng.uniform(2.2, 3.0)
+    gx = cx + s * 0.9
+    return [_floor(TARGET), _bar(cx, lo, 2.2, 0.3), _ball(gx, lo + 0.15 + r, r, role=G_),
+            _bar(gx + s * 0.3, lo + 0.15 + 2 * r + 0.35, 2 * r + 0.6, 0.2),
+            _bar(cx - s * 1.6, hi, 2.0, 0.3), _ball(cx - s * 1.2, hi + 0.15 + rg, rg)]
+
+
+#: Version 2's replacements, by template index; every other template is version 0's.
+_T2: dict[int, Callable] = {
+    0: _knock_off_shelf_v2, 2: _topple_stick_v2, 3: lambda g: _topple_stick_v2(g, wall=True),
+    4: lambda g: _topple_stick_v2(g, shelf=True),
+    6: _ball_into_jar_v2, 10: _domino_v2, 11: _roll_to_wall_v2, 13: _tower_v2, 15: _shelf_to_shelf_v2,
+    17: _box_target_v2, 19: _lift_bar_v2, 20: _two_sticks_v2, 21: _tilted_stopper_v2, 23: _stick_hits_ball_v2,
+    24: _two_shelves_v2,
+}
+
+
 def _proposals(scene: np.ndarray, rng, k: int, m: int) -> np.ndarray:
     """``k`` candidate actions ``[k, 3m]`` for the solvability search: half uniform, half near dynamic bodies."""
     a = rng.random((k, m, 3))
@@ -325,10 +476,22 @@ def _wall() -> list:
     return _bar(W / 2, W / 2, 2 * WALL, W)
 
 
-def _half(rng, template: int, side: int) -> np.ndarray | None:
-    """One half of a 2B-v1 scene: a draw of ``template`` scaled by :data:`HALF` into half ``side`` (0 left,
-    1 right), or None when a body would reach past the half's edges."""
-    scene = np.asarray(_T[template][1](rng), dtype=np.float64)
+def draw_scene(template: int, rng: np.random.Generator, version: int = 0) -> np.ndarray:
+    """One draw ``[n, 8]`` of ``template``'s scene generator in template ``version`` (0 or 2, see
+    :data:`TEMPLATE_VERSION`); version 2 replaces the generators of the templates a random agent solved too often
+    and keeps the others. The draw is not checked (:func:`make_task` checks it)."""
+    if version not in (0, 2):
+        raise ValueError(f"template version must be 0 or 2, got {version!r}")
+    if not 0 <= template < len(_T):
+        raise ValueError(f"template must lie in [0, {len(_T)}), got {template!r}")
+    gen = _T2.get(template, _T[template][1]) if version == 2 else _T[template][1]
+    return np.asarray(gen(rng), dtype=np.float64)
+
+
+def _half(rng, template: int, side: int, version: int) -> np.ndarray | None:
+    """One half of a paired (2B-v1, 2B-v2) scene: a draw of ``template`` scaled by :data:`HALF` into half ``side``
+    (0 left, 1 right), or None when a body would reach past the half's edges."""
+    scene = draw_scene(template, rng, version)
     scene[:, 1:5] *= HALF
     scene[:, 1] += HALVES[side]
     lo, hi = HALVES[side], HALVES[side] + HALF * W
@@ -339,28 +502,39 @@ def _half(rng, template: int, side: int) -> np.ndarray | None:
     return scene
 
 
-def _make_pair(template: int, index: int, max_draws: int) -> PhysicsTask:
-    """A 2B-v1 task (module docstring): each half is the first draw of its own sub-seed stream that stays in its
-    half, is not solved without an action and is solved by one ball in the half search; the halves' balls together
-    must solve the whole scene (their holds must overlap), else the right half is redrawn."""
+def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsTask:
+    """A paired task of ``tier`` (module docstring): each half is the first draw of its own sub-seed stream that
+    stays in its half and is not solved without an action. 2B-v1: each half must be solved by one ball in the half
+    search, and the halves' balls together must solve the whole scene (their holds must overlap), else the right
+    half is redrawn. 2B-v2: the left half as in 2B-v1; the right half's ball is searched in the whole scene with
+    the left ball in place, so a right half whose hold fits the left one's is kept (the narrower targets of version
+    2 make holds brief, and the 2B-v1 rule would reject most right halves)."""
     halves, sols = [], []
+    joint = TEMPLATE_VERSION[tier] >= 2
     for side in (0, 1):
         draw = 0
         while True:
             if draw >= max_draws:
-                raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable 2B-v1 half {side} for task "
+                raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable {tier} half {side} for task "
                                    f"{index} in {max_draws} draws")
-            rng = np.random.default_rng(int(stable_unit(f"2B-v1:{template}:{index}:{side}:{draw}") * 2**63))
+            rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
             draw += 1
-            half = _half(rng, template, side)
+            half = _half(rng, template, side, TEMPLATE_VERSION[tier])
             if half is None:
                 continue
             alone = np.concatenate([np.asarray([_wall()]), half])
             if simulate(alone).solved:
                 continue
-            sol = search(alone, 1, rng)
-            if sol is None:
-                continue
+            if side == 1 and joint:
+                scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
+                sol = search(add_balls(scene, to_balls(sols[0])), 1, rng)
+                # the right half is walled off from the left one, so a solving ball lies in it; checked anyway
+                if sol is None or to_balls(sol)[0, 0] < W / 2:
+                    continue
+            else:
+                sol = search(alone, 1, rng)
+                if sol is None:
+                    continue
             if side == 1:
                 scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
                 both = np.concatenate([sols[0], sol])
@@ -379,11 +553,11 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
         raise ValueError(f"tier must be one of {list(TIERS)}, got {tier!r}")
     if not 0 <= template < len(_T):
         raise ValueError(f"template must lie in [0, {len(_T)}), got {template!r}")
-    if tier == "2B-v1":
-        return _make_pair(template, index, max_draws)
+    if tier in PAIRED:
+        return _make_pair(tier, template, index, max_draws)
     for draw in range(max_draws):
         rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{draw}") * 2**63))
-        scene = np.asarray(_T[template][1](rng), dtype=np.float64)
+        scene = draw_scene(template, rng, TEMPLATE_VERSION[tier])
         if simulate(scene).solved:
             continue
         sol = search(scene, TIERS[tier], rng)

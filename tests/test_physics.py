@@ -16,6 +16,7 @@ from causalplay.envs.physics_templates import (
     ACTIONS,
     N_TASKS,
     TEMPLATES,
+    TIERS,
     action_set,
     folds,
     make_task,
@@ -83,15 +84,19 @@ def test_render_uses_phyre_colours():
     assert abs((img == 2).sum() - math.pi * 100) < 0.05 * math.pi * 100
 
 
-@pytest.mark.parametrize("tier", ["B", "2B-v1", "2B"])
+@pytest.mark.parametrize("tier", ["B-v2", "2B-v2", "B", "2B-v1", "2B"])
 def test_every_template_is_solvable_and_deterministic(tier):
-    """Task 0 of every template: the stored solution solves it, the empty scene does not, regeneration matches."""
-    m = 1 if tier == "B" else 2
-    for t in range(len(TEMPLATES)) if tier == "B" else (0, 7, 10):
+    """Task 0 of every template: the stored solution solves it, the empty scene does not, regeneration matches.
+    B-v2 regenerates three templates only (its task 0 of tilted_stopper alone takes 10 s); test_physics_v2.py checks
+    version 2's tasks against solutions stored by another process."""
+    m = TIERS[tier]
+    for t in range(len(TEMPLATES)) if m == 1 else (0, 7, 10):
         task = make_task(tier, t, 0)
         assert task.solution.shape == (3 * m,)
         assert simulate(task.scene, to_balls(task.solution)).solved
         assert not simulate(task.scene).solved
+        if tier == "B-v2" and t not in (0, 10, 20):
+            continue
         again = make_task(tier, t, 0)
         assert np.array_equal(task.scene, again.scene) and np.array_equal(task.solution, again.solution)
     assert len(TEMPLATES) >= 25
