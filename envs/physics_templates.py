@@ -503,14 +503,10 @@ def _half(rng, template: int, side: int, version: int) -> np.ndarray | None:
 
 
 def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsTask:
-    """A paired task of ``tier`` (module docstring): each half is the first draw of its own sub-seed stream that
-    stays in its half and is not solved without an action. 2B-v1: each half must be solved by one ball in the half
-    search, and the halves' balls together must solve the whole scene (their holds must overlap), else the right
-    half is redrawn. 2B-v2: the left half as in 2B-v1; the right half's ball is searched in the whole scene with
-    the left ball in place, so a right half whose hold fits the left one's is kept (the narrower targets of version
-    2 make holds brief, and the 2B-v1 rule would reject most right halves)."""
+    """A 2B-v1 task (module docstring): each half is the first draw of its own sub-seed stream that stays in its
+    half, is not solved without an action and is solved by one ball in the half search; the halves' balls together
+    must solve the whole scene (their holds must overlap), else the right half is redrawn."""
     halves, sols = [], []
-    joint = TEMPLATE_VERSION[tier] >= 2
     for side in (0, 1):
         draw = 0
         while True:
@@ -525,16 +521,9 @@ def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsT
             alone = np.concatenate([np.asarray([_wall()]), half])
             if simulate(alone).solved:
                 continue
-            if side == 1 and joint:
-                scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
-                sol = search(add_balls(scene, to_balls(sols[0])), 1, rng)
-                # the right half is walled off from the left one, so a solving ball lies in it; checked anyway
-                if sol is None or to_balls(sol)[0, 0] < W / 2:
-                    continue
-            else:
-                sol = search(alone, 1, rng)
-                if sol is None:
-                    continue
+            sol = search(alone, 1, rng)
+            if sol is None:
+                continue
             if side == 1:
                 scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
                 both = np.concatenate([sols[0], sol])
@@ -546,6 +535,47 @@ def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsT
     return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, both)
 
 
+def _make_pair_joint(tier: str, template: int, index: int, max_draws: int) -> PhysicsTask:
+    """A 2B-v2 task (module docstring). The left half is the first draw of its sub-seed stream that stays in its
+    half, is not solved without an action and is solved by one ball in the half search. The right half's ball is
+    searched in the whole scene with the left ball in place, so that its hold fits the left one's (version 2's
+    narrower targets make holds brief; the 2B-v1 rule, a ball found for each half alone and then checked together,
+    rejects most right halves). When ``max_draws`` right halves fail, the next left half is drawn and the right
+    halves are tried again from the first."""
+    version, wall = TEMPLATE_VERSION[tier], np.asarray([_wall()])
+
+    def draw_half(side: int, draw: int):  # a half not solved without an action (else None), and its stream
+        rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
+        half = _half(rng, template, side, version)
+        if half is None or simulate(np.concatenate([wall, half])).solved:
+            return None, rng
+        return half, rng
+
+    left_draw = 0
+    while True:
+        while True:  # the next left half that one ball solves
+            if left_draw >= max_draws:
+                raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable {tier} pair for task {index} "
+                                   f"in {max_draws} draws of each half")
+            left, rng = draw_half(0, left_draw)
+            left_draw += 1
+            left_sol = None if left is None else search(np.concatenate([wall, left]), 1, rng)
+            if left_sol is not None:
+                break
+        for draw in range(max_draws):
+            right, rng = draw_half(1, draw)
+            if right is None:
+                continue
+            scene = np.concatenate([wall, left, right])
+            sol = search(add_balls(scene, to_balls(left_sol)), 1, rng)
+            # the right half is walled off from the left one, so a solving ball lies in it; checked anyway
+            if sol is None or to_balls(sol)[0, 0] < W / 2:
+                continue
+            both = np.concatenate([left_sol, sol])
+            if simulate(scene, to_balls(both)).solved:
+                return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, both)
+
+
 def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> PhysicsTask:
     """Task ``index`` of ``template`` in ``tier`` (see the module docstring); raises when ``max_draws`` draws in
     a row are unsolvable or already solved without an action."""
@@ -554,7 +584,8 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
     if not 0 <= template < len(_T):
         raise ValueError(f"template must lie in [0, {len(_T)}), got {template!r}")
     if tier in PAIRED:
-        return _make_pair(tier, template, index, max_draws)
+        make = _make_pair_joint if TEMPLATE_VERSION[tier] >= 2 else _make_pair
+        return make(tier, template, index, max_draws)
     for draw in range(max_draws):
         rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{draw}") * 2**63))
         scene = draw_scene(template, rng, TEMPLATE_VERSION[tier])
