@@ -56,7 +56,9 @@ class Config:
 SMOKE = Config(name="physics_smoke", tiers=("B",), agents=("random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20",
                                                            "ssup:n_cand=6"),
                folds=(0,), test_tasks=3, templates=(0, 2, 10), n_tasks=10, executor="serial", workers=1, smoke=True)
-ENVS = {"B": "causalplay/PhysicsB-v0", "2B": "causalplay/Physics2B-v0", "2B-v1": "causalplay/Physics2B-v1"}
+# world version 0 (deprecated ids: the documented table) and version 2 (as hard as PHYRE for a random agent)
+ENVS = {"B": "causalplay/PhysicsB-v0", "2B": "causalplay/Physics2B-v0", "2B-v1": "causalplay/Physics2B-v1",
+        "B-v2": "causalplay/PhysicsB-v2", "2B-v2": "causalplay/Physics2B-v2"}
 
 
 def prepare(cfg: Config, out: Path, ex) -> None:
@@ -84,8 +86,8 @@ def table(summary: pd.DataFrame, cfg: Config) -> str:
         for t, s in cols:
             r = summary[(summary.tier == t) & (summary.setting == s) & (summary.agent == a)]
             cells.append(f"{r.auccess.iloc[0]:.1f} ± {r.auccess_sd.iloc[0]:.1f}" if len(r) else "")
-        # a spec's row: its agent's reference (2B-v1 beside PHYRE's 2B)
-        ref = [PAPER.get((c[0][:2], c[1]), {}).get(a.split(":")[0], "–") for c in cols]
+        # a spec's row: its agent's reference (B-v2 beside PHYRE's B, 2B-v1 and 2B-v2 beside PHYRE's 2B)
+        ref = [PAPER.get((c[0].split("-")[0], c[1]), {}).get(a.split(":")[0], "–") for c in cols]
         lines.append(f"| {a} | " + " | ".join(cells) + " | " + " | ".join(ref) + " |")
     return "\n".join(lines) + "\n"
 
