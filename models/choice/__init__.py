@@ -85,8 +85,10 @@ def get_model(name: str | ChoiceModel | Spec, judgement: str | JudgementModel | 
     prior transferred from earlier rounds; :meth:`ChoiceModel.with_transfer`, multi-round data,
     ``LearnerConfig(transfer=True)``), ``"eig_sweep:shared=['gamma','stop_a']"`` (participant-level parameters shared
     by everybody; :meth:`ChoiceModel.with_shared`), ``"eig_sweep:judgement=softmax"``. A modified model's ``name`` is
-    the spec that builds it again. The forms ``"<name>+transfer"`` and ``"<name>+shared(a,b)"`` are deprecated
-    (they warn and name their spec; removed in 0.4).
+    the spec that builds it again, judgement aside: the name leaves the judgement model out (a fit records it
+    apart, ``causalplay_judgement`` in its ArviZ attributes), so two judgements of one model share a name. The
+    forms ``"<name>+transfer"`` and ``"<name>+shared(a,b)"`` are deprecated (they warn and name their spec; removed
+    in 0.4).
     """
     if isinstance(name, ChoiceModel):
         cm = name
