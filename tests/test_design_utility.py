@@ -24,6 +24,7 @@ from causalplay.design import (
     sequence_samples,
     utility,
 )
+from causalplay.design.predict import sums_exactly
 from causalplay.fitting import SVIOptions
 
 SVI = SVIOptions(steps=60, draws=40, progress=False)
@@ -158,6 +159,14 @@ def test_sampled_sequences_give_the_monte_carlo_utility_under_any_prior(fits):
         sampled_information(scores, [1.0, -1.0])
     with pytest.raises(ValueError, match=r"\[designs, models, samples, models\]"):
         sampled_information(scores[..., 0])
+
+
+def test_exact_sums_up_to_4096_sequences_per_design():
+    """By hand: 4 objects give 16 sets per choice, so K = 4 has 16**3 = 4,096 rows (exact) and K = 5 has 65,536
+    (Monte Carlo); 3 objects: 8**4 = 4,096 at K = 5."""
+    assert sums_exactly(4, 4) and not sums_exactly(4, 5)
+    assert sums_exactly(3, 5) and not sums_exactly(3, 6)
+    assert sums_exactly(4, 1)
 
 
 def test_whole_sessions_end_at_the_stop(fits):

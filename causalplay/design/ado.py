@@ -43,7 +43,6 @@ from ..core import checks as V
 from ..core.design import Design, designs_of
 from ..core.ties import argmax_tol
 from .predict import (
-    EXACT_ROWS,
     check_designs,
     information,
     population_draws,
@@ -51,6 +50,7 @@ from .predict import (
     sampled_information,
     sequence_log_probs,
     sequence_samples,
+    sums_exactly,
 )
 
 if TYPE_CHECKING:
@@ -297,9 +297,9 @@ def prepare(fits: Mapping[str, Fit], designs: Sequence[Design], state: Mapping) 
     ordered = fits_in_order(state, fits)
     designs = check_designs(designs)
     named = dict(zip(state["models"], ordered, strict=True))
-    K, n_sets = state["choices"], 2**designs[0].n_objects
+    K = state["choices"]
     common = (tuple(designs), tuple(state["models"]))
-    if n_sets ** (K - 1) <= EXACT_ROWS:
+    if sums_exactly(designs[0].n_objects, K):
         log_p = sequence_log_probs(named, designs, K, draws=state["draws"], seed=state["seed"])
         return Candidates(*common, log_p, K, state["draws"], state["seed"])
     samples = _samples(state)
@@ -323,7 +323,8 @@ def utilities(state: Mapping, candidates: Candidates) -> torch.Tensor:
     if want != got:
         raise ValueError(f"candidates were prepared for (models, choices, draws, seed{', samples' * (len(got) > 4)}) "
                          f"= {got}, the state has {want}; prepare them with this state")
-    post = [posterior(state)[m] for m in state["models"]]
+    post = posterior(state)
+    post = [post[m] for m in state["models"]]
     if candidates.method == "mc":
         return sampled_information(candidates.log_p, post)[0]
     return information(candidates.log_p, post)

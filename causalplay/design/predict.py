@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..fitting import Fit
 
 __all__ = ["predict", "utility", "Utility", "population_draws", "sequence_log_probs", "information",
-           "sequence_samples", "sampled_information", "check_designs", "EXACT_ROWS"]
+           "sequence_samples", "sampled_information", "check_designs", "EXACT_ROWS", "sums_exactly"]
 
 _F64 = torch.float64
 EXACT_ROWS = 4096  # method="auto" sums over sequences while a design's tree has at most this many rows
@@ -238,6 +238,12 @@ class Utility:
         return int(argmax_tol(self.nats))
 
 
+def sums_exactly(n_objects: int, choices: int) -> bool:
+    """Whether the sequences of ``choices`` choices on ``n_objects`` objects are few enough (a tree of at most
+    :data:`EXACT_ROWS` rows per design) for the utility to sum over them exactly rather than by Monte Carlo."""
+    return (2**n_objects) ** (choices - 1) <= EXACT_ROWS
+
+
 def _mi_terms(log_p: torch.Tensor, log_prior: torch.Tensor) -> torch.Tensor:
     """``sum_m pi_m p_m(y) log(p_m(y) / pbar(y))`` per leaf ``y``: ``log_p [M, ...]`` (log p_m(y)), result ``[...]``."""
     log_pbar = torch.logsumexp(log_prior.view(-1, *[1] * (log_p.dim() - 1)) + log_p, 0)
@@ -305,7 +311,7 @@ def utility(fits: Mapping[str, Fit | torch.Tensor], designs: Sequence[Design] | 
     V.choice(method, "method", ("auto", "exact", "mc"))
     n_choice = 2**designs[0].n_objects + 1
     if method == "auto":  # the sum over sequences where its tree is small (cheaper than sampling, and exact)
-        method = "exact" if (n_choice - 1) ** (K - 1) <= EXACT_ROWS else "mc"
+        method = "exact" if sums_exactly(designs[0].n_objects, K) else "mc"
     samples = V.integer(samples, "samples", low=1)
     draws = V.integer(draws, "draws", low=1)
     seed = V.integer(seed, "seed")

@@ -35,7 +35,7 @@ from ..core import checks as V
 from ..core.design import Design
 from ..core.metrics import wilson_ci
 from . import ado
-from .predict import EXACT_ROWS
+from .predict import sums_exactly
 
 if TYPE_CHECKING:
     from ..fitting import Fit
@@ -274,7 +274,7 @@ def simulate_studies(fits: Mapping[str, Fit], fixed_designs: Sequence[Design], c
                 "candidates": len(candidates), "participants_fixed": participants_fixed,
                 "participants_ado": participants_ado, "studies": studies, "draws": draws, "choices": choices,
                 "seed": seed}
-    if candidates and (2**candidates[0].n_objects) ** (choices - 1) > EXACT_ROWS:  # a Monte Carlo utility
+    if candidates and not sums_exactly(candidates[0].n_objects, choices):  # a Monte Carlo utility
         settings["samples"] = samples
     rows = pd.DataFrame()
     folder = None
