@@ -29,7 +29,7 @@ from ._futures import POLL_SECONDS
 from .resources import single_thread
 
 __all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
-           "show_progress", "kernel_state", "check_retry_ladder", "check_noise_floor"]
+           "show_progress", "kernel_state"]
 
 
 def show_progress(progress: bool | None) -> bool:

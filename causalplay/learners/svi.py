@@ -35,7 +35,7 @@ from ..core.pyro import SVIOptions, check_noise_floor, pyro_svi_step, run_svi
 from ..core.spec import WorldSpec
 from ..core.ties import pick_lowest
 
-__all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs", "NOISE_FLOOR", "resolve_noise_floor"]
+__all__ = ["SVIOptions", "SVIResult", "SVIBeliefs", "svi_fit", "svi_beliefs", "NOISE_FLOOR"]
 
 
 @dataclass
