@@ -52,8 +52,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     designs = list(designs_of(load_nexiom()).values())
     parts = []
+    slug = "".join(c if c.isalnum() or c in "_-" else "-" for c in a.model)  # a spec may hold [ ] , = :
     for first in range(0, a.sims, a.chunk):
-        slug = "".join(c if c.isalnum() or c in "_-" else "-" for c in a.model)
         path = out / f"{slug}_{a.method}_{a.seed}_{first:04d}.pkl"
         if path.exists():
             parts.append(pickle.loads(path.read_bytes()))
