@@ -13,7 +13,7 @@ import torch
 import causalplay
 from causalplay.core.codes import set_to_code
 from causalplay.data import load_nexiom
-from causalplay.design import Design, ado, population_draws, sequence_log_probs, utility
+from causalplay.design import Design, ado, population_draws, sequence_log_probs, sequence_samples, utility
 from causalplay.design.predict import _Rows
 from causalplay.fitting import SVIOptions, simulate_fit
 
@@ -195,3 +195,7 @@ def test_candidates_must_match_the_state(fits):
         ado.next_design(state, CANDS)
     with pytest.raises(TypeError, match="needs Fits"):
         sequence_log_probs({"a": torch.zeros(1)}, CANDS)
+    with pytest.raises(TypeError, match="sequence_samples needs Fits"):
+        sequence_samples({"a": torch.zeros(1)}, CANDS, 6)
+    with pytest.raises(ValueError, match="samples must be an integer >= 1, got 0"):
+        sequence_samples(fits, CANDS, 6, samples=0)
