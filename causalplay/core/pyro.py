@@ -3,9 +3,9 @@
 :func:`run_nuts` runs NUTS chains on a potential function -- in forked worker processes where cores allow, a
 progress bar per chain -- and :func:`run_svi` runs an SVI loop with a progress bar showing the ELBO. Their
 settings are :class:`NUTSOptions` and :class:`SVIOptions`. ``causalplay.fit``, the NUTS/SVI cross-checks of
-``infer_overhypothesis`` and the learners' SVI all run through them; each caller keeps its own density, guide
-and optimiser (:func:`adam_step`: torch Adam with a 10x learning-rate decay; :func:`pyro_svi_step`:
-``pyro.infer.SVI`` with ClippedAdam), so each keeps its arithmetic to the bit.
+``infer_overhypothesis`` and the learners' SVI all run through them, with one optimiser (:func:`adam_step`: torch
+Adam with a 10x learning-rate decay and gradient clipping); a Pyro model and guide take it through
+:func:`elbo_step` inside :func:`pyro_sandbox`, which leaves the caller's random streams and param store alone.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_all_start_methods, get_context
 
@@ -28,8 +29,8 @@ from . import checks as V
 from ._futures import POLL_SECONDS
 from .resources import single_thread
 
-__all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "pyro_svi_step",
-           "show_progress", "kernel_state"]
+__all__ = ["NUTSOptions", "SVIOptions", "NUTSRun", "run_nuts", "run_svi", "adam_step", "elbo_step",
+           "pyro_sandbox", "show_progress", "kernel_state"]
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -229,9 +230,11 @@ class SVIOptions:
 
 # ---- SVI ------------------------------------------------------------------------------------------------------
 def adam_step(params: list[torch.Tensor], loss_fn: Callable[[], torch.Tensor], options: SVIOptions,
-              clip_norm: float | None = None) -> Callable[[], float]:
+              clip_norm: float | None = None, clip_value: float | None = None) -> Callable[[], float]:
     """One optimisation step of ``loss_fn`` (a differentiable loss, e.g. -ELBO) for :func:`run_svi`: torch Adam at
-    ``options.lr`` decaying 10x over ``options.steps``, the gradient norm clipped at ``clip_norm`` if given."""
+    ``options.lr`` decaying 10x over ``options.steps``; the gradient's norm clipped at ``clip_norm`` (one posterior:
+    the whole gradient scaled down together) or each element at ``clip_value`` (a batch of independent posteriors:
+    one episode's large gradient must not shrink the others' steps), if given."""
     optim = torch.optim.Adam(params, lr=options.lr)
     sched = torch.optim.lr_scheduler.ExponentialLR(optim, 0.1 ** (1 / options.steps))
 
@@ -241,6 +244,8 @@ def adam_step(params: list[torch.Tensor], loss_fn: Callable[[], torch.Tensor], o
         loss.backward()
         if clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, clip_norm)
+        if clip_value is not None:
+            torch.nn.utils.clip_grad_value_(params, clip_value)
         optim.step()
         sched.step()
         return float(loss.detach())
@@ -248,14 +253,36 @@ def adam_step(params: list[torch.Tensor], loss_fn: Callable[[], torch.Tensor], o
     return step
 
 
-def pyro_svi_step(model, guide, elbo, options: SVIOptions, *args) -> Callable[[], float]:
-    """One ``pyro.infer.SVI`` step of ``model``/``guide`` on ``args`` for :func:`run_svi`: ClippedAdam at
-    ``options.lr`` decaying 10x over ``options.steps`` (parameters live in Pyro's param store)."""
-    from pyro.infer import SVI
-    from pyro.optim import ClippedAdam
+def elbo_step(model, guide, elbo, options: SVIOptions, *args, clip_norm: float | None = None,
+              clip_value: float | None = None) -> Callable[[], float]:
+    """One SVI step of a Pyro ``model`` and ``guide`` on ``args`` for :func:`run_svi`: ``elbo.differentiable_loss``
+    (a ``Trace_ELBO`` or ``TraceEnum_ELBO``) minimised by :func:`adam_step` over the guide's parameters (Pyro's
+    param store: run it inside :func:`pyro_sandbox`). The parameters are created by one evaluation of the loss
+    whose random draws are not kept, so the optimisation draws the same numbers whatever the guide."""
+    from pyro import poutine
 
-    svi = SVI(model, guide, ClippedAdam({"lr": options.lr, "lrd": 0.1 ** (1 / max(options.steps, 1))}), elbo)
-    return lambda: float(svi.step(*args))
+    with torch.random.fork_rng(devices=[]), poutine.trace(param_only=True) as found:
+        elbo.differentiable_loss(model, guide, *args)
+    params = [site["value"].unconstrained() for site in found.trace.nodes.values()]
+    if not params:
+        raise ValueError("the guide has no parameters to optimise (no pyro.param site and no PyroParam)")
+    return adam_step(params, lambda: elbo.differentiable_loss(model, guide, *args), options, clip_norm=clip_norm,
+                     clip_value=clip_value)
+
+
+@contextmanager
+def pyro_sandbox(seed: int) -> Iterator[None]:
+    """Run Pyro seeded at ``seed`` with an empty param store; afterwards the caller's random streams (Python's,
+    numpy's and torch's) and param store are as they were."""
+    import pyro
+
+    state = pyro.util.get_rng_state()
+    try:
+        with pyro.get_param_store().scope():
+            pyro.set_rng_seed(seed)
+            yield
+    finally:
+        pyro.util.set_rng_state(state)
 
 
 def run_svi(step: Callable[[], float], options: SVIOptions, *, desc: str = "SVI") -> list[float]:

@@ -31,7 +31,7 @@ from ..core.beliefs import pick_best
 from ..core.checks import integer
 from ..core.eig import binary_entropy_bits, check_target
 from ..core.history import History, HistoryBatch, all_trials, parse_trial, parse_trials
-from ..core.pyro import SVIOptions, check_noise_floor, pyro_svi_step, run_svi
+from ..core.pyro import SVIOptions, check_noise_floor, elbo_step, pyro_sandbox, run_svi
 from ..core.spec import WorldSpec
 from ..core.ties import pick_lowest
 
@@ -163,14 +163,8 @@ def svi_fit(batch: HistoryBatch, *, spec: WorldSpec | None = None, noise_prior: 
                          "pass: causalplay.infer(..., method='exact')")
     if batch.batch_size == 0:
         raise ValueError("the HistoryBatch has no episodes")
-    # Seeded, but the caller's RNG streams and Pyro param store are left as they were.
-    rng_state = pyro.util.get_rng_state()  # Python's, numpy's and torch's
-    try:
-        with pyro.get_param_store().scope():
-            pyro.set_rng_seed(options.seed)
-            return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor)
-    finally:
-        pyro.util.set_rng_state(rng_state)
+    with pyro_sandbox(options.seed):  # seeded; the caller's random streams and param store are left as they were
+        return _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor)
 
 
 def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor: float) -> SVIResult:
@@ -196,7 +190,8 @@ def _svi_fit(batch, spec, noise_prior, sigmoid_prior, options, noise_floor: floa
     elbo = (TraceEnum_ELBO if R > 0 else Trace_ELBO)(max_plate_nesting=2, num_particles=options.particles,
                                                       vectorize_particles=True)
     t0 = time.perf_counter()
-    losses = run_svi(pyro_svi_step(model, guide, elbo, options, trials, lit, mask), options)
+    # Each element's gradient clipped: the episodes are independent posteriors summed into one loss.
+    losses = run_svi(elbo_step(model, guide, elbo, options, trials, lit, mask, clip_value=10.0), options)
     store = pyro.get_param_store()
     rule_probs = torch.softmax(store["rule_logits"], -1)[:, 0].detach().cpu().numpy() if R > 0 else np.zeros((B, 0))
     cont = {n: (store[f"{n}_loc"][:, 0].detach().cpu().numpy(), store[f"{n}_scale"][:, 0].detach().cpu().numpy())
