@@ -73,8 +73,8 @@ def test_ssup_update_moves_its_belief_to_the_hand_posterior():
     assert abs(want - GRID[8]) < 0.1
 
 
-ENV = "causalplay/PhysicsB-v0"
-UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 12}  # 36 tasks; cross fold 0 tests 12, within fold 0 tests 6
+ENV, TIER = "causalplay/PhysicsB-v2", "B-v2"
+UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 12}  # 36 tasks; cross fold 0 tests 12, within fold 0 tests 4
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def cache(tmp_path_factory):
     """A task cache holding the 36 tasks of UNIVERSE (generated once for the module)."""
     path = str(tmp_path_factory.mktemp("physics"))
     for k in task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"]):
-        get_task("B", k, path)
+        get_task(TIER, k, path)
     return path
 
 
@@ -93,7 +93,7 @@ def _strip(df):
 @pytest.mark.parametrize("agent", ["random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20:updates=2", "ssup"])
 def test_family_records_are_valid_and_reproducible(agent, cache):
     fam, kw = PhysicsFamily(), {"fold": 0, "setting": "cross", "cache": cache, **UNIVERSE}
-    n = len(fold_tasks("B", 0, "cross", **UNIVERSE)[1])
+    n = len(fold_tasks(TIER, 0, "cross", **UNIVERSE)[1])
     a, b = (fam.episodes(ENV, agent, n, seed=3, env_kwargs=kw) for _ in range(2))
     pd.testing.assert_frame_equal(_strip(a), _strip(b))
     assert len(a) == n == 12 and (a.attempts <= 100).all() and (a.solved_at <= a.attempts).all()
@@ -103,11 +103,11 @@ def test_family_records_are_valid_and_reproducible(agent, cache):
 def test_dqn_weights_depend_on_its_seed_only(cache, tmp_path):
     """Two trainings with the same seed under different states of the caller's torch generator give the same
     network (its initial weights come from ``seed``), and leave that generator as they found it."""
-    keys, nets = fold_tasks("B", 0, "cross", **UNIVERSE)[0], []
+    keys, nets = fold_tasks(TIER, 0, "cross", **UNIVERSE)[0], []
     for global_seed in (1, 2):
         torch.manual_seed(global_seed)
         state = torch.random.get_rng_state()
-        nets.append(train_dqn("B", keys, tmp_path / str(global_seed), seed=7, steps=3, cache=cache).state_dict())
+        nets.append(train_dqn(TIER, keys, tmp_path / str(global_seed), seed=7, steps=3, cache=cache).state_dict())
         assert torch.equal(torch.random.get_rng_state(), state)
     assert nets[0].keys() == nets[1].keys() and all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
 
@@ -122,11 +122,11 @@ class _Fixed(PhysicsAgent):
 
 
 def test_budget_counts_valid_attempts_only():
-    task = make_task("B", 0, 0)
-    batch = PhysicsBatch([task], "B", budget=7, max_invalid=25)
+    task = make_task(TIER, 0, 0)
+    batch = PhysicsBatch([task], TIER, budget=7, max_invalid=25)
     rec = play(batch, _Fixed([0.0, 0.0, 1.0]))  # out of the world: never counts; given up after 25 in a row
     assert rec["attempts"][0] == 0 and rec["invalid"][0] == 25
-    rec = play(PhysicsBatch([task], "B", budget=7), _Fixed([0.03, 0.95, 0.0]))  # a small ball top left: harmless
+    rec = play(PhysicsBatch([task], TIER, budget=7), _Fixed([0.03, 0.95, 0.0]))  # a small ball top left: harmless
     assert rec["attempts"][0] == 7 and rec["solved_at"][0] == 0
 
 
@@ -151,11 +151,11 @@ def test_runner_resumes_matches_direct_play_and_a_process_pool(cache, tmp_path):
     pd.testing.assert_frame_equal(_strip(a), _strip(run("a", "serial", kw)))
     assert len(logs) == 1 and shard.name in logs[0]
     for agent in agents:  # fold 1, cross-template, by hand: train on train + dev, then play the 2 test tasks
-        train, test = fold_tasks("B", 1, "cross", **UNIVERSE)
+        train, test = fold_tasks(TIER, 1, "cross", **UNIVERSE)
         keys = sorted(test[:2])
         ag = make_agent(agent, seed=0, family="physics")
-        ag.train("B", train, "cross", cache)
-        rec = play(PhysicsBatch([get_task("B", k, cache) for k in keys], "B", sequential=ag.online), ag)
+        ag.train(TIER, train, "cross", cache)
+        rec = play(PhysicsBatch([get_task(TIER, k, cache) for k in keys], TIER, sequential=ag.online), ag)
         got = a[(a.fold == 1) & (a.setting == "cross") & (a.agent == agent)].set_index("key").loc[keys]
         for col in ("solved_at", "attempts", "invalid"):
             assert got[col].tolist() == rec[col].tolist(), (agent, col)
@@ -171,7 +171,7 @@ def test_agent_specs_are_checked():
         make_agent("nope", family="physics")
     with pytest.raises(ValueError, match="key=value"):
         make_agent("ssup:n_cand", family="physics")
-    with pytest.raises(ValueError, match="fold has 6 test tasks"):
+    with pytest.raises(ValueError, match="fold has 4 test tasks"):
         PhysicsFamily().episodes(ENV, "random", 7, 0, env_kwargs={"fold": 0, "setting": "within", **UNIVERSE})
 
 
@@ -199,12 +199,12 @@ def test_cli_bench_plays_the_folds_asked_for(tmp_path, monkeypatch):
 def test_ssup_early_stop_gives_the_same_plays():
     """ssup with each candidate rollout stopped once its outcome is decided plays exactly as with full rollouts
     (same seed, 5 attempts on 3 tasks); and on noisy rollouts the early stop never changes an outcome."""
-    tasks = [get_task("B", k) for k in ("00:004", "10:001", "13:000")]
+    tasks = [get_task(TIER, k) for k in ("00:004", "10:001", "13:000")]
     recs = []
     for early in (False, True):
         ag = SsupAgent(seed=3, n_cand=6, early_stop=early)
-        ag.train("B", [], "cross")
-        recs.append(play(PhysicsBatch(tasks, "B", budget=5, record=ag.record), ag))
+        ag.train(TIER, [], "cross")
+        recs.append(play(PhysicsBatch(tasks, TIER, budget=5, record=ag.record), ag))
     for c in ("solved_at", "attempts", "invalid"):
         assert np.array_equal(recs[0][c], recs[1][c])
     rng, shorter = np.random.default_rng(0), 0
