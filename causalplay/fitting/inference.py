@@ -119,7 +119,12 @@ def _traced_density(feats: Features, par: Parameterisation, judgements: bool, q0
 
 def _svi(feats: Features, par: Parameterisation, judgements: bool, opts: SVIOptions, seed: int, init_scale: float):
     """Mean-field normal variational posterior on the unconstrained NUTS sites (the same density NUTS uses,
-    JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay."""
+    JIT-traced), one reparameterised sample per step, Adam with gradient-norm clipping and a 10x decay.
+
+    This is Pyro's ``AutoNormal`` (scales on the log scale) maximising ``Trace_ELBO`` through
+    :func:`causalplay.core.pyro.elbo_step`, written out: the same draws to rounding (``tests/test_fit.py``), in
+    half the time (Pyro traces some 60 sites per step, about 5 ms, where the density itself takes 1-3 ms). The
+    loss leaves out the guide's log density of the standard normal draws, whose gradient is zero."""
     gen = torch.Generator().manual_seed(seed)
     q0 = par.init()
     keys, joint = _traced_density(feats, par, judgements, q0, True)
