@@ -53,8 +53,8 @@ class Config:
     smoke: bool = False  # start from SMOKE: a tiny run (what the test runs)
 
 
-SMOKE = Config(name="physics_smoke", tiers=("B-v2",), agents=("random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20",
-                                                           "ssup:n_cand=6"),
+SMOKE = Config(name="physics_smoke", tiers=("B-v2",),
+               agents=("random", "mem", "mem-o", "dqn:steps=20", "dqn-o:steps=20", "ssup:n_cand=6"),
                folds=(0,), test_tasks=3, templates=(0, 2, 10), n_tasks=10, executor="serial", workers=1, smoke=True)
 # world version 0 (deprecated ids: the documented table) and version 2 (as hard as PHYRE for a random agent)
 ENVS = {"B": "causalplay/PhysicsB-v0", "2B": "causalplay/Physics2B-v0", "2B-v1": "causalplay/Physics2B-v1",
