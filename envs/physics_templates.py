@@ -502,6 +502,16 @@ def _half(rng, template: int, side: int, version: int) -> np.ndarray | None:
     return scene
 
 
+def _draw_half(tier: str, template: int, index: int, side: int, draw: int):
+    """Draw ``draw`` of half ``side`` of a paired task, from its own sub-seed stream: the half (None when it leaves
+    its half of the world or is solved without an action) and the stream, which the ball search goes on drawing."""
+    rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
+    half = _half(rng, template, side, TEMPLATE_VERSION[tier])
+    if half is None or simulate(np.concatenate([np.asarray([_wall()]), half])).solved:
+        return None, rng
+    return half, rng
+
+
 def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsTask:
     """A 2B-v1 task (module docstring): each half is the first draw of its own sub-seed stream that stays in its
     half, is not solved without an action and is solved by one ball in the half search; the halves' balls together
@@ -513,15 +523,11 @@ def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsT
             if draw >= max_draws:
                 raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable {tier} half {side} for task "
                                    f"{index} in {max_draws} draws")
-            rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
+            half, rng = _draw_half(tier, template, index, side, draw)
             draw += 1
-            half = _half(rng, template, side, TEMPLATE_VERSION[tier])
             if half is None:
                 continue
-            alone = np.concatenate([np.asarray([_wall()]), half])
-            if simulate(alone).solved:
-                continue
-            sol = search(alone, 1, rng)
+            sol = search(np.concatenate([np.asarray([_wall()]), half]), 1, rng)
             if sol is None:
                 continue
             if side == 1:
@@ -542,28 +548,20 @@ def _make_pair_joint(tier: str, template: int, index: int, max_draws: int) -> Ph
     narrower targets make holds brief; the 2B-v1 rule, a ball found for each half alone and then checked together,
     rejects most right halves). When ``max_draws`` right halves fail, the next left half is drawn and the right
     halves are tried again from the first."""
-    version, wall = TEMPLATE_VERSION[tier], np.asarray([_wall()])
-
-    def draw_half(side: int, draw: int):  # a half not solved without an action (else None), and its stream
-        rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
-        half = _half(rng, template, side, version)
-        if half is None or simulate(np.concatenate([wall, half])).solved:
-            return None, rng
-        return half, rng
-
+    wall = np.asarray([_wall()])
     left_draw = 0
     while True:
         while True:  # the next left half that one ball solves
             if left_draw >= max_draws:
                 raise RuntimeError(f"template {TEMPLATES[template]!r}: no solvable {tier} pair for task {index} "
                                    f"in {max_draws} draws of each half")
-            left, rng = draw_half(0, left_draw)
+            left, rng = _draw_half(tier, template, index, 0, left_draw)
             left_draw += 1
             left_sol = None if left is None else search(np.concatenate([wall, left]), 1, rng)
             if left_sol is not None:
                 break
         for draw in range(max_draws):
-            right, rng = draw_half(1, draw)
+            right, rng = _draw_half(tier, template, index, 1, draw)
             if right is None:
                 continue
             scene = np.concatenate([wall, left, right])
