@@ -1,7 +1,7 @@
 """causalplay.core.pyro: the NUTS driver's per-draw statistics agree with Pyro's public values (so an upgrade of
 Pyro that changes the one private read, ``kernel_state``, fails here), the draws do not depend on the number of
 worker processes, the SVI loop stops on a non-finite loss, and elbo_step fits a conjugate posterior in a sandbox
-that leaves global state alone."""
+that leaves global state alone; bad input to both is refused by name."""
 
 from functools import partial
 
@@ -167,7 +167,7 @@ def test_elbo_step_fits_a_conjugate_posterior_and_the_sandbox_restores_global_st
     assert list(pyro.get_param_store().keys()) == ["kept"] and pyro.param("kept").item() == 5.0
 
 
-def test_elbo_step_refuses_a_guide_without_parameters():
+def test_elbo_step_and_pyro_sandbox_refuse_bad_input():
     from pyro.infer import Trace_ELBO
 
     from causalplay.core.pyro import elbo_step, pyro_sandbox
@@ -180,3 +180,6 @@ def test_elbo_step_refuses_a_guide_without_parameters():
 
     with pyro_sandbox(0), pytest.raises(ValueError, match="the guide has no parameters to optimise"):
         elbo_step(_conjugate_model, fixed_guide, Trace_ELBO(), SVIOptions(steps=2), torch.tensor(2.0))
+    with pytest.raises(ValueError, match=r"seed must be .*got -1"):
+        with pyro_sandbox(-1):
+            pass

@@ -276,6 +276,7 @@ def pyro_sandbox(seed: int) -> Iterator[None]:
     numpy's and torch's) and param store are as they were."""
     import pyro
 
+    V.integer(seed, "seed", low=0)
     state = pyro.util.get_rng_state()
     try:
         with pyro.get_param_store().scope():
