@@ -20,6 +20,7 @@ the SWIG bindings, and Chipmunk's sleeping ends settled scenes early.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -104,6 +105,29 @@ def add_balls(scene: np.ndarray, balls: np.ndarray) -> np.ndarray:
     return np.concatenate([scene, rows])
 
 
+@lru_cache(maxsize=4096)
+def _local_shapes(row: bytes) -> tuple:
+    """One scene row's shapes in its body's frame: ``(0, radius)`` or ``(1, vertices)``, the vertices as Chipmunk's
+    ``cpBodyWorldToLocal`` maps the world corners of :func:`parts` (computed on a body at the row's pose)."""
+    import pymunk
+    from pymunk._chipmunk import lib as _cp
+
+    r = np.frombuffer(row, dtype=np.float64)
+    body = pymunk.Body(body_type=pymunk.Body.DYNAMIC if r[6] else pymunk.Body.STATIC)
+    _cp.cpBodySetPosition(body._body, (r[1], r[2]))
+    _cp.cpBodySetAngle(body._body, r[5])
+    out = []
+    for _, kind, cx, cy, w, h, ang in parts(r[None]):
+        if kind == 0:
+            out.append((0, w))
+            continue
+        c, s = np.cos(ang), np.sin(ang)
+        corners = [(cx + c * u - s * v, cy + s * u + c * v) for u, v in
+                   ((-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2))]
+        out.append((1, tuple((q.x, q.y) for q in (_cp.cpBodyWorldToLocal(body._body, p) for p in corners))))
+    return tuple(out)
+
+
 def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elasticity: float = ELASTICITY,
              density=DENSITY, gravity: float = G, noise: float = 0.0, seed: int = 0, record: int = 0,
              horizon: float = HORIZON, check: bool = True, stop_decided: bool = False) -> Rollout:
@@ -131,42 +155,48 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     space = pymunk.Space()
     space.gravity, space.iterations, space.sleep_time_threshold = (0.0, -gravity), 10, 0.3
     bodies, dyn = [], []
+    # shape properties through Chipmunk's setters (what pymunk's properties call, without their Python wrappers);
+    # each body's local geometry is computed once per distinct row (_local_shapes), the same values every time
+    set_fr, set_el, set_ct, set_de = (_cp.cpShapeSetFriction, _cp.cpShapeSetElasticity, _cp.cpShapeSetCollisionType,
+                                      _cp.cpShapeSetDensity)
     for i, row in enumerate(scene):
         body = pymunk.Body(body_type=pymunk.Body.DYNAMIC if row[6] else pymunk.Body.STATIC)
-        body.position, body.angle = (row[1], row[2]), row[5]
-        shapes = []
-        for _, kind, cx, cy, w, h, ang in parts(row[None]):
-            if kind == 0:
-                shapes.append(pymunk.Circle(body, w))
-            else:  # box corners in the body frame (part centre and angle relative to the body)
-                c, s = np.cos(ang), np.sin(ang)
-                corners = [(cx + c * u - s * v, cy + s * u + c * v) for u, v in
-                           ((-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2))]
-                shapes.append(pymunk.Poly(body, [body.world_to_local(p) for p in corners]))
+        _cp.cpBodySetPosition(body._body, (row[1], row[2]))
+        _cp.cpBodySetAngle(body._body, row[5])
+        shapes = [pymunk.Circle(body, g) if kind == 0 else pymunk.Poly(body, g)
+                  for kind, g in _local_shapes(row.tobytes())]
+        ctype = {GOAL: 1, TARGET: 2}.get(int(row[7]), 0)
         for sh in shapes:
-            sh.friction, sh.elasticity, sh.collision_type = friction, elasticity, {GOAL: 1, TARGET: 2}.get(
-                int(row[7]), 0)
+            ptr = sh._shape
+            set_fr(ptr, friction)
+            set_el(ptr, elasticity)
+            set_ct(ptr, ctype)
             if row[6]:
-                sh.density = float(dens[i])
+                set_de(ptr, float(dens[i]))
         space.add(body, *shapes)
         bodies.append(body)
         if row[6]:
             dyn.append(body)
     # contacts per goal body: the relation holds when every goal body touches a target (one goal body in every
-    # template of tiers B and 2B; the two-ball tier 2B-v1 has one per half of the world)
+    # template of tiers B and 2B; the two-ball tiers have one per half of the world); ``apart[0]`` counts the goal
+    # bodies touching none, so each step reads one number
     goals = [b for b, row in zip(bodies, scene, strict=True) if row[7] == GOAL]
     goal_of = {sh: g for g, b in enumerate(goals) for sh in b.shapes}
     touching = [0] * max(len(goals), 1)
+    apart = [len(touching)]
 
     def begin(arb, sp, data):
         a, b = arb.shapes
-        touching[goal_of.get(a, goal_of.get(b))] += 1
+        g = goal_of.get(a, goal_of.get(b))
+        touching[g] += 1
+        apart[0] -= touching[g] == 1
 
     def separate(arb, sp, data):
         a, b = arb.shapes
         g = goal_of.get(a, goal_of.get(b))
         if g is not None:  # None only while a finished space is torn down (its shapes' wrappers already gone)
             touching[g] -= 1
+            apart[0] += touching[g] == 0
 
     space.on_collision(1, 2, begin=begin, separate=separate)
     rng = np.random.default_rng(seed) if noise > 0 else None
@@ -178,42 +208,52 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     # the per-step bookkeeping through Chipmunk's C calls (what pymunk's properties call, without their Python
     # wrappers); the noise normals come from a block drawn ahead and used in order, the same values one-by-one
     # draws would give
-    get_pos, get_vel, set_vel, asleep = (_cp.cpBodyGetPosition, _cp.cpBodyGetVelocity, _cp.cpBodySetVelocity,
-                                         _cp.cpBodyIsSleeping)
-    live_p = [b._body for b in live]
-    one = len(touching) == 1
-    z, zi = (rng.standard_normal(64), 0) if rng is not None else (None, 0)
+    get_pos, get_vel, set_vel, asleep, get_angle = (_cp.cpBodyGetPosition, _cp.cpBodyGetVelocity,
+                                                    _cp.cpBodySetVelocity, _cp.cpBodyIsSleeping, _cp.cpBodyGetAngle)
+    live_p, all_p = [b._body for b in live], [b._body for b in bodies]
+    z, zi = (rng.standard_normal(64).tolist(), 0) if rng is not None else (None, 0)
+
+    def frame() -> list:
+        return [(q.x, q.y, get_angle(bp)) for bp in all_p for q in (get_pos(bp),)]
+
     for step in range(1, n_steps + 1):
         if record and (step - 1) % record == 0:
-            frames.append([(b.position.x, b.position.y, b.angle) for b in bodies])
+            frames.append(frame())
         raw(ptr, DT)
-        held = held + 1 if (touching[0] if one else min(touching)) > 0 else 0
+        held = 0 if apart[0] else held + 1
         if held >= need:
             solved = True
             break
         if early and held + (n_steps - step) < need:  # the hold cannot be completed any more
             break
         if step % 6 == 0:
-            if rng is not None:
-                for bp in live_p:
-                    if not asleep(bp):
+            # one pass over the live bodies: noise on the awake ones, who left the world, whether all sleep (setting
+            # an awake body's velocity never changes whether any body sleeps)
+            rest, gone = True, None
+            for j, bp in enumerate(live_p):
+                if not asleep(bp):
+                    rest = False
+                    if rng is not None:
                         v = get_vel(bp)
                         vx, vy = v.x, v.y
                         sd = noise * (vx * vx + vy * vy) ** 0.5
                         if zi + 2 > len(z):
-                            z, zi = np.concatenate([z[zi:], rng.standard_normal(64)]), 0
-                        set_vel(bp, (vx + sd * float(z[zi]), vy + sd * float(z[zi + 1])))
+                            z, zi = z[zi:] + rng.standard_normal(64).tolist(), 0
+                        set_vel(bp, (vx + sd * z[zi], vy + sd * z[zi + 1]))
                         zi += 2
-            gone = [j for j, bp in enumerate(live_p) if get_pos(bp).y < -1.0]
-            for j in reversed(gone):  # left the world
-                space.remove(live[j], *live[j].shapes)
-                del live[j], live_p[j]
-            if all(asleep(bp) for bp in live_p):  # at rest: the contact state is final
-                solved = min(touching) > 0 and held + (n_steps - step) >= need
+                if get_pos(bp).y < -1.0:
+                    gone = [j] if gone is None else gone + [j]
+            if gone is not None:
+                for j in reversed(gone):  # left the world
+                    space.remove(live[j], *live[j].shapes)
+                    del live[j], live_p[j]
+                rest = all(asleep(bp) for bp in live_p)  # a removal may wake the bodies it touched
+            if rest:  # at rest: the contact state is final
+                solved = not apart[0] and held + (n_steps - step) >= need
                 break
     traj = None
     if record:
-        frames.append([(b.position.x, b.position.y, b.angle) for b in bodies])
+        frames.append(frame())
         traj = np.asarray(frames)
     return Rollout(valid=True, solved=bool(solved), steps=step, traj=traj)
 

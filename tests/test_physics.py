@@ -48,6 +48,48 @@ def test_touching_held_is_solved_and_a_glancing_touch_is_not():
     assert r.valid and not r.solved and abs(r.traj[-1, 1, 0] - 5.0) > 0.5  # it did hit and roll away
 
 
+def test_two_goal_bodies_must_hold_together():
+    """The two-ball tiers' rule: every green body touches a target at the same time for HOLD seconds. Two copies
+    of the fall above, one per half of a walled world; each lands at ~0.68 s."""
+    wall = [BAR, 5.0, 5.0, 0.2, W, 0.0, 0, OTHER]
+    left, right = [BALL, 2.5, 3.0, 0.5, 0, 0, 1, GOAL], [BALL, 7.5, 3.0, 0.5, 0, 0, 1, GOAL]
+    halves = [[BAR, 2.5, 0.25, 5.0, 0.5, 0.0, 0, TARGET], [BAR, 7.5, 0.25, 5.0, 0.5, 0.0, 0, TARGET]]
+    both = np.array([wall, *halves, left, right])
+    assert simulate(both).solved
+    assert not simulate(both, horizon=1.1).solved and simulate(both, horizon=1.25).solved  # as with one body
+    black = np.array([wall, halves[0], [BAR, 7.5, 0.25, 5.0, 0.5, 0.0, 0, OTHER], left, right])
+    assert not simulate(black).solved and simulate(black[[0, 1, 2, 3]]).solved  # the right body never touches
+    # the right body glances off a purple slab (contact begins and ends) and rests on black while the left one
+    # holds throughout: never both at once for 0.5 s
+    slab = [BAR, 7.8, 2.0, 0.6, 0.2, 1.2, 0, TARGET]
+    r = simulate(np.vstack([black, [slab]]), record=1)
+    assert r.valid and not r.solved and r.traj[-1, 4, 1] < 1.0 and abs(r.traj[-1, 4, 0] - 7.5) > 0.5
+
+
+def test_body_geometry_is_chipmunks_world_to_local_of_the_parts():
+    """Each body's shapes are built from its parts' world corners mapped by pymunk's ``world_to_local`` on a body
+    at the row's pose (computed once per distinct row): here checked against pymunk directly."""
+    import pymunk
+    from causalplay.envs.physics_sim import JAR, _local_shapes, parts
+
+    for row in ([BAR, 4.0, 3.0, 2.0, 0.3, 0.7, 0, OTHER], [JAR, 6.0, 2.0, 1.5, 1.2, -0.4, 1, OTHER],
+                [BALL, 1.0, 1.0, 0.4, 0, 0, 1, GOAL]):
+        row = np.asarray(row, dtype=np.float64)
+        body = pymunk.Body(body_type=pymunk.Body.DYNAMIC if row[6] else pymunk.Body.STATIC)
+        body.position, body.angle = (row[1], row[2]), row[5]
+        want = []
+        for _, kind, cx, cy, w, h, ang in parts(row[None]):
+            if kind == 0:
+                want.append((0, w))
+                continue
+            c, s = np.cos(ang), np.sin(ang)  # as parts() and the simulator compute them
+            corners = [(cx + c * u - s * v, cy + s * u + c * v) for u, v in
+                       ((-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2))]
+            want.append((1, tuple(tuple(body.world_to_local(p)) for p in corners)))
+        assert _local_shapes(row.tobytes()) == tuple(want)
+        assert len(want) == {BAR: 1, JAR: 3, BALL: 1}[int(row[0])]
+
+
 def test_dynamic_target_and_action_ball():
     """A ball dropped by the action knocks a green ball off a shelf onto the purple floor."""
     scene = np.array([floor(TARGET), [BAR, 4.0, 3.0, 2.0, 0.3, 0, 0, OTHER], [BALL, 4.6, 3.55, 0.4, 0, 0, 1, GOAL]])

@@ -37,7 +37,7 @@ def _outcome_rows(tier: str, keys: list[str], cache: str, n_actions: int) -> lis
     def row(key: str) -> np.ndarray:
         scene, out = get_task(tier, key, cache).scene, np.full(len(acts), -1, dtype=np.int8)
         ok = np.flatnonzero(~invalid(scene, balls))
-        out[ok] = [simulate(scene, balls[j], check=False).solved for j in ok]
+        out[ok] = [simulate(scene, balls[j], check=False, stop_decided=True).solved for j in ok]
         return out
 
     folder = Path(cache) / f"outcomes-{tier}-{n_actions}"
