@@ -229,7 +229,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
         if step % 6 == 0:
             # one pass over the live bodies: noise on the awake ones, who left the world, whether all sleep (setting
             # an awake body's velocity never changes whether any body sleeps)
-            rest, gone = True, None
+            rest, gone = True, []
             for j, bp in enumerate(live_p):
                 if not asleep(bp):
                     rest = False
@@ -242,8 +242,8 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
                         set_vel(bp, (vx + sd * z[zi], vy + sd * z[zi + 1]))
                         zi += 2
                 if get_pos(bp).y < -1.0:
-                    gone = [j] if gone is None else gone + [j]
-            if gone is not None:
+                    gone.append(j)
+            if gone:
                 for j in reversed(gone):  # left the world
                     space.remove(live[j], *live[j].shapes)
                     del live[j], live_p[j]
