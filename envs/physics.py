@@ -134,8 +134,7 @@ class PhysicsBatch:
         self.valid[:], self.solved[:], self.traj = False, False, [None] * self.B
         for b in np.flatnonzero(~self.done.numpy()):
             i = self.cur[b]
-            r = simulate(self.tasks[i].scene, to_balls(a[b]), record=self.record_every,
-                         stop_decided=not self.record_every)  # the same outcome, fewer steps
+            r = simulate(self.tasks[i].scene, to_balls(a[b]), record=self.record_every)
             self.valid[b], self.solved[b], self.traj[b] = r.valid, r.solved, r.traj
             self.attempts[i] += r.valid
             self.invalid[i] += not r.valid

@@ -130,7 +130,7 @@ def _local_shapes(row: bytes) -> tuple:
 
 def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elasticity: float = ELASTICITY,
              density=DENSITY, gravity: float = G, noise: float = 0.0, seed: int = 0, record: int = 0,
-             horizon: float = HORIZON, check: bool = True, stop_decided: bool = False) -> Rollout:
+             horizon: float = HORIZON, check: bool = True, stop_decided: bool = True) -> Rollout:
     """Run one scene (plus an action's ``balls [m, 3]``) for ``horizon`` seconds; see the module docstring.
 
     ``friction``, ``elasticity`` are the shapes' coefficients (Chipmunk multiplies the two of a contact);
@@ -138,8 +138,9 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     dynamics: every 0.1 s each awake dynamic body's velocity is perturbed by ``N(0, (noise |v|)^2)`` per axis
     (``seed`` fixes the draws); the internal model of :mod:`causalplay.models.physics` uses it.
     ``check=False`` skips the validity test (the caller did it, batched, with :func:`invalid`).
-    ``stop_decided=True`` (without ``record``) also stops once the goal can no longer hold for :data:`HOLD`
-    before the horizon (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller.
+    A run without ``record`` also stops once the goal can no longer hold for :data:`HOLD` before the horizon
+    (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller; ``stop_decided=False``
+    runs it to the horizon or to rest (``steps`` as a recorded run would count them).
     """
     import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
     from pymunk._chipmunk import lib as _cp

@@ -467,7 +467,7 @@ def search(scene: np.ndarray, m: int, rng, budget: int = SEARCH) -> np.ndarray |
         acts = _proposals(scene, rng, 64, m)
         for act in acts[~invalid(scene, to_balls(acts))]:
             tried += 1
-            if simulate(scene, to_balls(act), check=False, stop_decided=True).solved:
+            if simulate(scene, to_balls(act), check=False).solved:
                 return act
     return None
 
@@ -507,7 +507,7 @@ def _draw_half(tier: str, template: int, index: int, side: int, draw: int):
     its half of the world or is solved without an action) and the stream, which the ball search goes on drawing."""
     rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{side}:{draw}") * 2**63))
     half = _half(rng, template, side, TEMPLATE_VERSION[tier])
-    if half is None or simulate(np.concatenate([np.asarray([_wall()]), half]), stop_decided=True).solved:
+    if half is None or simulate(np.concatenate([np.asarray([_wall()]), half])).solved:
         return None, rng
     return half, rng
 
@@ -533,7 +533,7 @@ def _make_pair(tier: str, template: int, index: int, max_draws: int) -> PhysicsT
             if side == 1:
                 scene = np.concatenate([np.asarray([_wall()]), halves[0], half])
                 both = np.concatenate([sols[0], sol])
-                if not simulate(scene, to_balls(both), stop_decided=True).solved:
+                if not simulate(scene, to_balls(both)).solved:
                     continue
             halves.append(half)
             sols.append(sol)
@@ -570,7 +570,7 @@ def _make_pair_joint(tier: str, template: int, index: int, max_draws: int) -> Ph
             if sol is None or to_balls(sol)[0, 0] < W / 2:
                 continue
             both = np.concatenate([left_sol, sol])
-            if simulate(scene, to_balls(both), stop_decided=True).solved:
+            if simulate(scene, to_balls(both)).solved:
                 return PhysicsTask(f"{template:02d}:{index:03d}", template, scene, both)
 
 
@@ -587,7 +587,7 @@ def make_task(tier: str, template: int, index: int, max_draws: int = 50) -> Phys
     for draw in range(max_draws):
         rng = np.random.default_rng(int(stable_unit(f"{tier}:{template}:{index}:{draw}") * 2**63))
         scene = draw_scene(template, rng, TEMPLATE_VERSION[tier])
-        if simulate(scene, stop_decided=True).solved:
+        if simulate(scene).solved:
             continue
         sol = search(scene, TIERS[tier], rng)
         if sol is not None:
@@ -610,7 +610,7 @@ def single_ball_search(scene: np.ndarray, nx: int = 20, ny: int = 20, nr: int = 
     acts = single_ball_grid(nx, ny, nr)
     acts = acts[~invalid(scene, to_balls(acts))]
     for j, a in enumerate(acts):
-        if simulate(scene, to_balls(a), check=False, stop_decided=True).solved:
+        if simulate(scene, to_balls(a), check=False).solved:
             return a, j + 1
     return None, len(acts)
 

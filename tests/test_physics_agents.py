@@ -211,7 +211,7 @@ def test_ssup_early_stop_gives_the_same_plays():
     for t in tasks:
         for a in rng.random((6, 3)):
             kw = {"noise": 0.03, "seed": int(rng.integers(100)), "check": True}
-            full = simulate(t.scene, a * [W, W, 0.75] + [0, 0, 0.25], **kw)
+            full = simulate(t.scene, a * [W, W, 0.75] + [0, 0, 0.25], stop_decided=False, **kw)
             early = simulate(t.scene, a * [W, W, 0.75] + [0, 0, 0.25], stop_decided=True, **kw)
             assert (full.valid, full.solved) == (early.valid, early.solved) and early.steps <= full.steps
             shorter += early.steps < full.steps

@@ -37,7 +37,7 @@ def _outcome_rows(tier: str, keys: list[str], cache: str, n_actions: int) -> lis
     def row(key: str) -> np.ndarray:
         scene, out = get_task(tier, key, cache).scene, np.full(len(acts), -1, dtype=np.int8)
         ok = np.flatnonzero(~invalid(scene, balls))
-        out[ok] = [simulate(scene, balls[j], check=False, stop_decided=True).solved for j in ok]
+        out[ok] = [simulate(scene, balls[j], check=False).solved for j in ok]
         return out
 
     folder = Path(cache) / f"outcomes-{tier}-{n_actions}"
@@ -224,7 +224,7 @@ def _kinds(scene: np.ndarray) -> np.ndarray:
     return np.repeat(role, len(RELATIONS)) * len(RELATIONS) + np.tile(np.arange(len(RELATIONS)), len(dyn))
 
 
-def _sim(scene: np.ndarray, balls: np.ndarray, stop_decided: bool = False):
+def _sim(scene: np.ndarray, balls: np.ndarray, stop_decided: bool = True):
     """The internal model's simulator: ``density`` scales the scene's bodies, the agent's balls keep 1;
     ``stop_decided``: a rollout without a recorded trajectory stops once its outcome is decided."""
     def sim(density: float, **kw):
