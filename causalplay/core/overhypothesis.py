@@ -638,21 +638,15 @@ def _exact_posterior(seqs, space, spec, form, components, alpha, noise, chunk, g
 def _sampled_posterior(seqs, space, spec, form, alpha, sp, noise, method, num_samples, warmup_steps, svi_steps, lr,
                        seed) -> OverhypothesisPosterior:
     """The NUTS or SVI cross-check, seeded with ``seed``; the caller's RNG streams and param store are restored."""
-    import pyro
-    from pyro.util import get_rng_state, set_rng_state
+    from .pyro import pyro_sandbox
 
-    state = get_rng_state()  # Python's, numpy's and torch's
-    try:
-        # One torch thread (restored afterwards): thousands of tiny steps, which extra OpenMP threads only slow
-        # down (measured 20x slower with 2 threads on a loaded 2-core machine).
-        with pyro.get_param_store().scope(), single_thread(1):
-            pyro.set_rng_seed(seed)
-            if method == "nuts":
-                samples, info = _nuts(seqs, space, form, alpha, sp, noise, num_samples, warmup_steps)
-            else:
-                samples, info = _svi(seqs, space, form, alpha, sp, noise, num_samples, svi_steps, lr)
-    finally:
-        set_rng_state(state)
+    # One torch thread (restored afterwards): thousands of tiny steps, which extra OpenMP threads only slow down
+    # (measured 20x slower with 2 threads on a loaded 2-core machine).
+    with pyro_sandbox(seed), single_thread(1):
+        if method == "nuts":
+            samples, info = _nuts(seqs, space, form, alpha, sp, noise, num_samples, warmup_steps)
+        else:
+            samples, info = _svi(seqs, space, form, alpha, sp, noise, num_samples, svi_steps, lr)
     return OverhypothesisPosterior(form, method, spec, noise=noise, alpha=alpha, samples=samples, keys=seqs.keys,
                                    info=info)
 
