@@ -216,3 +216,26 @@ def test_ssup_early_stop_gives_the_same_plays():
             assert (full.valid, full.solved) == (early.valid, early.solved) and early.steps <= full.steps
             shorter += early.steps < full.steps
     assert shorter > 0  # the stop did cut some rollouts short
+
+
+def test_ssup_simulates_late_sims_particles_per_candidate_once_late_attempts_failed(monkeypatch):
+    """Attempts 1..late simulate each candidate under n_sims particles; after `late` failures, under late_sims
+    (counted at the simulator's door, on a task ssup does not solve in its first 4 attempts)."""
+    import causalplay.agents.physics as ap
+
+    calls, real = [], ap.simulate_particles
+
+    def counting(sim, parts, *a, **kw):
+        calls.append((len(ag.tried[0]), len(parts["friction"])))
+        return real(sim, parts, *a, **kw)
+
+    monkeypatch.setattr(ap, "simulate_particles", counting)
+    ag = SsupAgent(seed=0, n_cand=4, n_sims=3, late=2, late_sims=1)
+    ag.train(TIER, [], "cross")
+    rec = play(PhysicsBatch([get_task(TIER, "00:004")], TIER, budget=4, record=ag.record), ag)
+    assert rec["solved_at"][0] == 0 and rec["attempts"][0] == 4
+    early = {n for tried, n in calls if tried < 2}
+    late = {n for tried, n in calls if tried >= 2}
+    assert early == {3} and late == {1}
+    with pytest.raises(ValueError, match="late_sims must be an integer >= 1.*got 0"):
+        make_agent("ssup:late_sims=0", family="physics")
