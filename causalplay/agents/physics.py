@@ -249,9 +249,9 @@ class SsupAgent(PhysicsAgent):
     dynamic bodies), simulate each under ``n_sims`` particles of the belief with noisy dynamics, and try the
     candidate with the highest estimated P(success) (up to ``rounds`` rounds of candidates until one reaches
     ``accept``). Once ``late`` attempts have failed, each attempt is one round and each candidate is simulated under
-    ``late_sims`` particles: this bounds the cost of a task it cannot solve, where nearly every estimate is 0 and
-    a second simulation rarely changes the choice (``docs/dev/physics-log.md``: about a fifth less CPU on both
-    tiers, no AUCCESS difference measured; ``late_sims=2`` plays as the agent did before it had the option). After
+    ``late_sims`` particles (default ``n_sims``): one round bounds the cost of a task it cannot solve, where nearly
+    every estimate is 0. ``late_sims=1`` is a speed option with a measured price (``docs/physics.md``, cost
+    section: on B-v2 at PHYRE's test-split size 1.4x less CPU and 1.0 AUCCESS point lower). After
     a failure: the particles are reweighted by the likelihood of the observed trajectory (likelihood
     weighting, resampled when the effective sample size halves), the failed component's prior weight is
     multiplied by ``decay`` and candidates within ``tabu`` of a failed action are dropped. ``early_stop``: each
@@ -264,8 +264,9 @@ class SsupAgent(PhysicsAgent):
     def __init__(self, seed: int = 0, n_cand: int = 16, n_sims: int = 2, rounds: int = 4, accept: float = 0.5,
                  decay: float = 0.5, tabu: float = 0.04, particles: int = 8, noise: float = 0.03,
                  hierarchical: bool = True, calib_sd: float = 1.0, early_stop: bool = True, late: int = 10,
-                 late_sims: int = 1):
+                 late_sims: int | None = None):
         super().__init__(seed)
+        late_sims = n_sims if late_sims is None else late_sims
         for name, v in (("n_sims", n_sims), ("late_sims", late_sims)):
             if not isinstance(v, int | np.integer) or v < 1:
                 raise ValueError(f"ssup's {name} must be an integer >= 1 (particles simulated per candidate), "
