@@ -30,6 +30,7 @@ import types
 from pathlib import Path
 
 import numpy as np
+import torch
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_templates import get_task
 
@@ -77,6 +78,9 @@ def main() -> None:
     p.add_argument("--profile", default=None)
     p.add_argument("--out", default="runs/bench_ssup/results.jsonl")
     a = p.parse_args()
+    # ssup's belief update runs torch on a handful of particles: one thread, as the benchmark runner's workers use;
+    # with two, each tiny op waits on the other thread, and on a busy machine that wait (counted as CPU) dominated
+    torch.set_num_threads(1)
     train, test = fold_tasks(a.tier, 0, "within", a.templates or None, a.n_tasks)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     res = {}

@@ -105,14 +105,18 @@ def add_balls(scene: np.ndarray, balls: np.ndarray) -> np.ndarray:
     return np.concatenate([scene, rows])
 
 
+_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)  # cpTransform a, b, c, d, tx, ty: what pymunk's Poly passes by default
+
+
 @lru_cache(maxsize=4096)
-def _local_shapes(row: bytes) -> tuple:
-    """One scene row's shapes in its body's frame: ``(0, radius)`` or ``(1, vertices)``, the vertices as Chipmunk's
-    ``cpBodyWorldToLocal`` maps the world corners of :func:`parts` (computed on a body at the row's pose)."""
+def _local_shapes(row: tuple) -> tuple:
+    """One scene row's (a tuple of its :data:`COLS`) shapes in its body's frame: ``(0, radius)`` or
+    ``(1, vertices)``, the vertices as Chipmunk's ``cpBodyWorldToLocal`` maps the world corners of :func:`parts`
+    (computed on a body at the row's pose)."""
     import pymunk
     from pymunk._chipmunk import lib as _cp
 
-    r = np.frombuffer(row, dtype=np.float64)
+    r = np.array(row, dtype=np.float64)
     body = pymunk.Body(body_type=pymunk.Body.DYNAMIC if r[6] else pymunk.Body.STATIC)
     _cp.cpBodySetPosition(body._body, (r[1], r[2]))
     _cp.cpBodySetAngle(body._body, r[5])
@@ -143,6 +147,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     runs it to the horizon or to rest (``steps`` as a recorded run would count them).
     """
     import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
+    from pymunk._chipmunk import ffi as _ffi
     from pymunk._chipmunk import lib as _cp
 
     scene = np.asarray(scene, dtype=np.float64)
@@ -153,65 +158,91 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
             return Rollout(valid=False)
         scene = add_balls(scene, balls)
     dens = np.broadcast_to(np.asarray(density, dtype=np.float64), (len(scene),))
-    space = pymunk.Space()
+    space = pymunk.Space()  # the space and its collision handler through pymunk; bodies and shapes below are Chipmunk's
     space.gravity, space.iterations, space.sleep_time_threshold = (0.0, -gravity), 10, 0.3
-    bodies, dyn = [], []
-    # shape properties through Chipmunk's setters (what pymunk's properties call, without their Python wrappers);
-    # each body's local geometry is computed once per distinct row (_local_shapes), the same values every time
-    set_fr, set_el, set_ct, set_de = (_cp.cpShapeSetFriction, _cp.cpShapeSetElasticity, _cp.cpShapeSetCollisionType,
-                                      _cp.cpShapeSetDensity)
-    for i, row in enumerate(scene):
-        body = pymunk.Body(body_type=pymunk.Body.DYNAMIC if row[6] else pymunk.Body.STATIC)
-        _cp.cpBodySetPosition(body._body, (row[1], row[2]))
-        _cp.cpBodySetAngle(body._body, row[5])
-        shapes = [pymunk.Circle(body, g) if kind == 0 else pymunk.Poly(body, g)
-                  for kind, g in _local_shapes(row.tobytes())]
-        ctype = {GOAL: 1, TARGET: 2}.get(int(row[7]), 0)
-        for sh in shapes:
-            ptr = sh._shape
-            set_fr(ptr, friction)
-            set_el(ptr, elasticity)
-            set_ct(ptr, ctype)
-            if row[6]:
-                set_de(ptr, float(dens[i]))
-        space.add(body, *shapes)
-        bodies.append(body)
-        if row[6]:
-            dyn.append(body)
+    sp = space._space
+    # Bodies and shapes are made, set and added by the Chipmunk calls pymunk's Body, Circle, Poly and Space.add make,
+    # in the same order (so the same simulation), without their Python wrappers, which cost half of a short rollout;
+    # each body's local geometry is computed once per distinct row (_local_shapes). They are freed in ``finally``.
+    bodies, shapes, dyn, goal_of = [], [], [], {}
+    goals = 0
+    friction, elasticity = float(friction), float(elasticity)
+    try:
+        # rows as Python floats (the same values; numpy scalars cost more to read than the C calls they feed)
+        for row, d in zip(map(tuple, scene.tolist()), dens.tolist(), strict=True):
+            _, x, y, _, _, angle, dynamic, role = row
+            bp = _cp.cpBodyNew(0.0, 0.0) if dynamic else _cp.cpBodyNewStatic()
+            bodies.append(bp)
+            _cp.cpBodySetPosition(bp, (x, y))
+            _cp.cpBodySetAngle(bp, angle)
+            ctype = 1 if role == GOAL else 2 if role == TARGET else 0
+            own = [_cp.cpCircleShapeNew(bp, g, (0.0, 0.0)) if kind == 0 else
+                   _cp.cpPolyShapeNew(bp, len(g), g, _IDENTITY, 0.0) for kind, g in _local_shapes(row)]
+            for ptr in own:
+                shapes.append(ptr)
+                _cp.cpShapeSetFriction(ptr, friction)
+                _cp.cpShapeSetElasticity(ptr, elasticity)
+                _cp.cpShapeSetCollisionType(ptr, ctype)
+                if dynamic:
+                    _cp.cpShapeSetDensity(ptr, d)
+                if ctype == 1:
+                    goal_of[int(_ffi.cast("uintptr_t", ptr))] = goals
+            goals += ctype == 1
+            _cp.cpSpaceAddBody(sp, bp)
+            for ptr in own:
+                _cp.cpSpaceAddShape(sp, ptr)
+            if dynamic:
+                dyn.append((bp, own))
+        return _run(space, sp, scene, dyn, bodies, goal_of, max(goals, 1), noise, seed, record, horizon,
+                    stop_decided, _ffi, _cp)
+    finally:
+        # take everything out of the space (its separate callbacks may run) before freeing it
+        for ptr in shapes:
+            if _cp.cpShapeGetSpace(ptr) != _ffi.NULL:
+                _cp.cpSpaceRemoveShape(sp, ptr)
+            _cp.cpShapeFree(ptr)
+        for bp in bodies:
+            if _cp.cpBodyGetSpace(bp) != _ffi.NULL:
+                _cp.cpSpaceRemoveBody(sp, bp)
+            _cp.cpBodyFree(bp)
+
+
+def _run(space, sp, scene, dyn, bodies, goal_of, n_goals, noise, seed, record, horizon, stop_decided, _ffi, _cp):
+    """The rollout of :func:`simulate` on its built space (``dyn``: each dynamic body with its shapes)."""
     # contacts per goal body: the relation holds when every goal body touches a target (one goal body in every
     # template of tiers B and 2B; the two-ball tiers have one per half of the world); ``apart[0]`` counts the goal
     # bodies touching none, so each step reads one number
-    goals = [b for b, row in zip(bodies, scene, strict=True) if row[7] == GOAL]
-    goal_of = {sh: g for g, b in enumerate(goals) for sh in b.shapes}
-    touching = [0] * max(len(goals), 1)
-    apart = [len(touching)]
+    touching = [0] * n_goals
+    apart = [n_goals]
+    pa, pb = _ffi.new("cpShape *[1]"), _ffi.new("cpShape *[1]")
 
-    def begin(arb, sp, data):
-        a, b = arb.shapes
-        g = goal_of.get(a, goal_of.get(b))
+    def goal(arb):
+        _cp.cpArbiterGetShapes(arb._arbiter, pa, pb)
+        g = goal_of.get(int(_ffi.cast("uintptr_t", pa[0])))
+        return goal_of.get(int(_ffi.cast("uintptr_t", pb[0]))) if g is None else g
+
+    def begin(arb, sp_, data):
+        g = goal(arb)
         touching[g] += 1
         apart[0] -= touching[g] == 1
 
-    def separate(arb, sp, data):
-        a, b = arb.shapes
-        g = goal_of.get(a, goal_of.get(b))
-        if g is not None:  # None only while a finished space is torn down (its shapes' wrappers already gone)
-            touching[g] -= 1
-            apart[0] += touching[g] == 0
+    def separate(arb, sp_, data):
+        g = goal(arb)
+        touching[g] -= 1
+        apart[0] += touching[g] == 0
 
     space.on_collision(1, 2, begin=begin, separate=separate)
     rng = np.random.default_rng(seed) if noise > 0 else None
     n_steps, need = int(round(horizon / DT)), int(round(HOLD / DT))
     frames, held, solved, live = [], 0, False, list(dyn)
     early = stop_decided and not record
-    space.step(0.0)  # pymunk's own checks (masses set); later steps call Chipmunk directly (half the overhead)
-    raw, ptr = _cp.cpSpaceStep, space._space
+    raw, ptr = _cp.cpSpaceStep, sp
     # the per-step bookkeeping through Chipmunk's C calls (what pymunk's properties call, without their Python
     # wrappers); the noise normals come from a block drawn ahead and used in order, the same values one-by-one
     # draws would give
     get_pos, get_vel, set_vel, asleep, get_angle = (_cp.cpBodyGetPosition, _cp.cpBodyGetVelocity,
                                                     _cp.cpBodySetVelocity, _cp.cpBodyIsSleeping, _cp.cpBodyGetAngle)
-    live_p, all_p = [b._body for b in live], [b._body for b in bodies]
+    live_p, all_p = [bp for bp, _ in live], bodies
     z, zi = (rng.standard_normal(64).tolist(), 0) if rng is not None else (None, 0)
 
     def frame() -> list:
@@ -245,8 +276,10 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
                 if get_pos(bp).y < -1.0:
                     gone.append(j)
             if gone:
-                for j in reversed(gone):  # left the world
-                    space.remove(live[j], *live[j].shapes)
+                for j in reversed(gone):  # left the world: the body, then its shapes (pymunk's Space.remove order)
+                    _cp.cpSpaceRemoveBody(sp, live[j][0])
+                    for sh in live[j][1]:
+                        _cp.cpSpaceRemoveShape(sp, sh)
                     del live[j], live_p[j]
                 rest = all(asleep(bp) for bp in live_p)  # a removal may wake the bodies it touched
             if rest:  # at rest: the contact state is final

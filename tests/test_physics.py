@@ -86,7 +86,7 @@ def test_body_geometry_is_chipmunks_world_to_local_of_the_parts():
             corners = [(cx + c * u - s * v, cy + s * u + c * v) for u, v in
                        ((-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2))]
             want.append((1, tuple(tuple(body.world_to_local(p)) for p in corners)))
-        assert _local_shapes(row.tobytes()) == tuple(want)
+        assert _local_shapes(tuple(row.tolist())) == tuple(want)
         assert len(want) == {BAR: 1, JAR: 3, BALL: 1}[int(row[0])]
 
 
