@@ -193,8 +193,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
                 _cp.cpSpaceAddShape(sp, ptr)
             if dynamic:
                 dyn.append((bp, own))
-        return _run(space, sp, scene, dyn, bodies, goal_of, max(goals, 1), noise, seed, record, horizon,
-                    stop_decided, _ffi, _cp)
+        return _run(space, dyn, bodies, goal_of, max(goals, 1), noise, seed, record, horizon, stop_decided)
     finally:
         # take everything out of the space (its separate callbacks may run) before freeing it
         for ptr in shapes:
@@ -207,8 +206,14 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
             _cp.cpBodyFree(bp)
 
 
-def _run(space, sp, scene, dyn, bodies, goal_of, n_goals, noise, seed, record, horizon, stop_decided, _ffi, _cp):
-    """The rollout of :func:`simulate` on its built space (``dyn``: each dynamic body with its shapes)."""
+def _run(space, dyn: list, bodies: list, goal_of: dict, n_goals: int, noise: float, seed: int, record: int,
+         horizon: float, stop_decided: bool) -> Rollout:
+    """The rollout of :func:`simulate` on its built pymunk ``space``: ``dyn`` each dynamic body with its shapes,
+    ``bodies`` every body, ``goal_of`` a goal shape's address -> its goal body's index (Chipmunk pointers)."""
+    from pymunk._chipmunk import ffi as _ffi
+    from pymunk._chipmunk import lib as _cp
+
+    sp = space._space
     # contacts per goal body: the relation holds when every goal body touches a target (one goal body in every
     # template of tiers B and 2B; the two-ball tiers have one per half of the world); ``apart[0]`` counts the goal
     # bodies touching none, so each step reads one number
