@@ -241,22 +241,21 @@ def _run(space, dyn: list, bodies: list, goal_of: dict, n_goals: int, noise: flo
     n_steps, need = int(round(horizon / DT)), int(round(HOLD / DT))
     frames, held, solved, live = [], 0, False, list(dyn)
     early = stop_decided and not record
-    raw, ptr = _cp.cpSpaceStep, sp
+    raw = _cp.cpSpaceStep
     # the per-step bookkeeping through Chipmunk's C calls (what pymunk's properties call, without their Python
     # wrappers); the noise normals come from a block drawn ahead and used in order, the same values one-by-one
     # draws would give
     get_pos, get_vel, set_vel, asleep, get_angle = (_cp.cpBodyGetPosition, _cp.cpBodyGetVelocity,
                                                     _cp.cpBodySetVelocity, _cp.cpBodyIsSleeping, _cp.cpBodyGetAngle)
-    live_p, all_p = [bp for bp, _ in live], bodies
     z, zi = (rng.standard_normal(64).tolist(), 0) if rng is not None else (None, 0)
 
     def frame() -> list:
-        return [(q.x, q.y, get_angle(bp)) for bp in all_p for q in (get_pos(bp),)]
+        return [(q.x, q.y, get_angle(bp)) for bp in bodies for q in (get_pos(bp),)]
 
     for step in range(1, n_steps + 1):
         if record and (step - 1) % record == 0:
             frames.append(frame())
-        raw(ptr, DT)
+        raw(sp, DT)
         held = 0 if apart[0] else held + 1
         if held >= need:
             solved = True
@@ -267,7 +266,7 @@ def _run(space, dyn: list, bodies: list, goal_of: dict, n_goals: int, noise: flo
             # one pass over the live bodies: noise on the awake ones, who left the world, whether all sleep (setting
             # an awake body's velocity never changes whether any body sleeps)
             rest, gone = True, []
-            for j, bp in enumerate(live_p):
+            for j, (bp, _) in enumerate(live):
                 if not asleep(bp):
                     rest = False
                     if rng is not None:
@@ -285,8 +284,8 @@ def _run(space, dyn: list, bodies: list, goal_of: dict, n_goals: int, noise: flo
                     _cp.cpSpaceRemoveBody(sp, live[j][0])
                     for sh in live[j][1]:
                         _cp.cpSpaceRemoveShape(sp, sh)
-                    del live[j], live_p[j]
-                rest = all(asleep(bp) for bp in live_p)  # a removal may wake the bodies it touched
+                    del live[j]
+                rest = all(asleep(bp) for bp, _ in live)  # a removal may wake the bodies it touched
             if rest:  # at rest: the contact state is final
                 solved = not apart[0] and held + (n_steps - step) >= need
                 break
