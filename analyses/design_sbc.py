@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import time
 from pathlib import Path
@@ -28,6 +29,28 @@ import torch
 from causalplay.data import load_nexiom
 from causalplay.design import designs_of
 from causalplay.fitting import NUTSOptions, SBCResult, SVIOptions, sbc
+
+
+def check_settings(out: Path, stem: str, settings: dict) -> None:
+    """Record ``settings`` as ``out/<stem>.json``, or check them against the record there.
+
+    Chunk files carry no fit options, so a chunk made with (say) 300 NUTS warm-up iterations would otherwise be
+    joined silently to chunks of a rerun with 500. Raises ``SystemExit`` naming each setting that differs, or when
+    chunks of ``stem`` exist without a record (made by an older version of this script: their settings are unknown).
+    """
+    rec = out / f"{stem}.json"
+    if rec.exists():
+        old = json.loads(rec.read_text())
+        diff = {k: (old.get(k), v) for k, v in settings.items() if old.get(k) != v}
+        if diff:
+            said = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
+            raise SystemExit(f"{out} holds simulations of {stem} made with other settings ({said}); "
+                             "pass a new --out or the same settings")
+        return
+    if any(out.glob(f"{stem}_[0-9][0-9][0-9][0-9].pkl")):
+        raise SystemExit(f"{out} holds chunks of {stem} with no record of their settings (an older run); "
+                         "pass a new --out, or delete those chunks")
+    rec.write_text(json.dumps(settings, indent=1))
 
 
 def main() -> None:
@@ -53,8 +76,12 @@ def main() -> None:
     designs = list(designs_of(load_nexiom()).values())
     parts = []
     slug = "".join(c if c.isalnum() or c in "_-" else "-" for c in a.model)  # a spec may hold [ ] , = :
+    stem = f"{slug}_{a.method}_{a.seed}"
+    fit = ({"svi_steps": a.svi_steps} if a.method == "svi" else
+           {"nuts_chains": a.nuts_chains, "nuts_warmup": a.nuts_warmup, "nuts_draws": a.nuts_draws})
+    check_settings(out, stem, {"model": a.model, "method": a.method, "L": a.L, "seed": a.seed, **fit})
     for first in range(0, a.sims, a.chunk):
-        path = out / f"{slug}_{a.method}_{a.seed}_{first:04d}.pkl"
+        path = out / f"{stem}_{first:04d}.pkl"
         if path.exists():
             parts.append(pickle.loads(path.read_bytes()))
             continue

@@ -3,9 +3,12 @@ smoke run (prior draw -> simulated participants on designs -> SVI fit -> ranks -
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from analysis import load_analysis
 from scipy.stats import chi2
 
 from causalplay.design import Design, nexiom_designs
@@ -71,3 +74,19 @@ def test_smoke_run_and_plot(tmp_path):
         SBCResult.concat([again, again])
     r.plot(tmp_path / "sbc.png")
     assert (tmp_path / "sbc.png").stat().st_size > 1000
+
+
+def test_analysis_refuses_to_join_chunks_of_other_settings(tmp_path):
+    """analyses/design_sbc.py's chunks carry no fit options: the run folder records them and a rerun with other
+    options, or chunks with no record, stop with the difference named instead of joining two fits' ranks."""
+    check = load_analysis("design_sbc").check_settings
+    nuts = {"model": "m", "method": "nuts", "L": 99, "seed": 0, "nuts_chains": 2, "nuts_warmup": 300,
+            "nuts_draws": 300}
+    check(tmp_path, "m_nuts_0", nuts)
+    assert json.loads((tmp_path / "m_nuts_0.json").read_text()) == nuts
+    check(tmp_path, "m_nuts_0", dict(nuts))  # the same settings: carry on
+    with pytest.raises(SystemExit, match=r"nuts_warmup: 300 there, 500 now"):
+        check(tmp_path, "m_nuts_0", {**nuts, "nuts_warmup": 500})
+    (tmp_path / "m_svi_0_0000.pkl").write_bytes(b"")
+    with pytest.raises(SystemExit, match="no record of their settings"):
+        check(tmp_path, "m_svi_0", {**nuts, "method": "svi"})
