@@ -12,7 +12,7 @@ Usage::
     OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --sims 60 [--method svi] [--out runs/design_sbc]
     OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --method nuts \
         --model "eig_sweep_single:shared=[gamma,stop_a]" --nuts-chains 2 --nuts-warmup 300 --nuts-draws 300 \
-        --nuts-workers 1 --sims 20 --chunk 2
+        --nuts-workers 1 --sims 20 --chunk 2 [--nuts-retry]
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def main() -> None:
     ap.add_argument("--nuts-draws", type=int, default=1000)
     ap.add_argument("--nuts-workers", type=int, default=None, help="processes per NUTS fit (default: one per chain "
                     "up to the core count)")
+    ap.add_argument("--nuts-retry", type=float, nargs="*", default=[0.95, 0.99],
+                    help="target acceptances of fit's retry ladder (none: keep each simulation's first fit)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/design_sbc")
     ap.add_argument("--plot", default=None, help="where to write the plot (default: OUT/sbc_<model>_<method>.png)")
@@ -78,7 +80,8 @@ def main() -> None:
     slug = "".join(c if c.isalnum() or c in "_-" else "-" for c in a.model)  # a spec may hold [ ] , = :
     stem = f"{slug}_{a.method}_{a.seed}"
     fit = ({"svi_steps": a.svi_steps} if a.method == "svi" else
-           {"nuts_chains": a.nuts_chains, "nuts_warmup": a.nuts_warmup, "nuts_draws": a.nuts_draws})
+           {"nuts_chains": a.nuts_chains, "nuts_warmup": a.nuts_warmup, "nuts_draws": a.nuts_draws,
+            "nuts_retry": list(a.nuts_retry)})
     check_settings(out, stem, {"model": a.model, "method": a.method, "L": a.L, "seed": a.seed, **fit})
     for first in range(0, a.sims, a.chunk):
         path = out / f"{stem}_{first:04d}.pkl"
@@ -89,7 +92,7 @@ def main() -> None:
         r = sbc(a.model, designs, method=a.method, sims=min(a.chunk, a.sims - first), L=a.L, first=first,
                 svi=SVIOptions(steps=a.svi_steps, progress=False), seed=a.seed,
                 nuts=NUTSOptions(chains=a.nuts_chains, warmup=a.nuts_warmup, draws=a.nuts_draws,
-                                 workers=a.nuts_workers, progress=False))
+                                 workers=a.nuts_workers, progress=False), retry_target_accept=a.nuts_retry)
         path.write_bytes(pickle.dumps(r))
         parts.append(r)
         print(f"simulations {first}..{first + r.sims - 1}: {time.perf_counter() - t0:.0f} s", flush=True)

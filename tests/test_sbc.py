@@ -90,3 +90,24 @@ def test_analysis_refuses_to_join_chunks_of_other_settings(tmp_path):
     (tmp_path / "m_svi_0_0000.pkl").write_bytes(b"")
     with pytest.raises(SystemExit, match="no record of their settings"):
         check(tmp_path, "m_svi_0", {**nuts, "method": "svi"})
+
+
+def test_retry_ladder_reaches_the_fit_and_is_checked(monkeypatch):
+    """sbc(retry_target_accept=...) is the ladder each simulation's fit gets (fit's own by default); a value
+    outside (0, 1) is refused by name before any simulation runs."""
+    import causalplay.fitting.inference as inference
+
+    seen, real = [], inference.fit
+
+    def spy(*args, **kw):
+        seen.append(kw["retry_target_accept"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(inference, "fit", spy)
+    designs = nexiom_designs()[:2]
+    svi = SVIOptions(steps=10, draws=20, progress=False)
+    sbc("random", designs, method="svi", sims=1, L=9, svi=svi, max_tests=4, retry_target_accept=())
+    sbc("random", designs, method="svi", sims=1, L=9, svi=svi, max_tests=4)
+    assert seen == [(), (0.95, 0.99)]
+    with pytest.raises(ValueError, match="retry_target_accept"):
+        sbc("random", designs, method="nuts", retry_target_accept=(1.5,))

@@ -32,7 +32,7 @@ import torch
 from ..core import checks as V
 from ..core._futures import wait_result
 from ..core.design import Design
-from ..core.pyro import NUTSOptions, SVIOptions
+from ..core.pyro import NUTSOptions, SVIOptions, check_retry_ladder
 from ..models.choice import ChoiceModel, LearnerConfig, get_model
 from .parameterisation import Parameterisation
 
@@ -177,7 +177,7 @@ def rank_uniformity(ranks: pd.DataFrame, L: int, bins: int | None = None) -> pd.
 
 def _one(i: int, model: str | ChoiceModel, judgement: str | None, designs: list[Design], n_objects: int, method: str,
          nuts: NUTSOptions, svi: SVIOptions, learner: LearnerConfig, hierarchical: bool, L: int, seed: int,
-         max_tests: int) -> dict:
+         max_tests: int, retry: tuple[float, ...]) -> dict:
     """Simulation ``i``: prior draw, simulated participants, fit, ranks (a module-level function for executors)."""
     import time
     import warnings
@@ -197,7 +197,7 @@ def _one(i: int, model: str | ChoiceModel, judgement: str | None, designs: list[
     with warnings.catch_warnings(record=True) as caught:  # kept and reported per simulation, not hidden
         warnings.simplefilter("always")
         f = fit(data, cm, hierarchical=hierarchical, method=method, nuts=nuts, svi=svi, learner=learner,
-                seed=seed + i, warn=False)
+                seed=seed + i, warn=False, retry_target_accept=retry)
         d = f.diagnostics(warn=False)
     flat = f.flat_raw()
     total = flat[next(iter(flat))].shape[0]
@@ -217,7 +217,8 @@ def _one(i: int, model: str | ChoiceModel, judgement: str | None, designs: list[
 def sbc(model: str | ChoiceModel, designs: Sequence[Design] | TrialData, *, method: str = "svi", sims: int = 100,
         L: int = 99, nuts: NUTSOptions | None = None, svi: SVIOptions | None = None, judgement: str | None = None,
         learner: LearnerConfig | None = None, hierarchical: bool = True, max_tests: int = 30, seed: int = 0,
-        first: int = 0, executor: Executor | None = None) -> SBCResult:
+        first: int = 0, executor: Executor | None = None,
+        retry_target_accept: Sequence[float] = (0.95, 0.99)) -> SBCResult:
     """Simulation-based calibration of fitting ``model`` on a study (module docstring).
 
     Parameters
@@ -243,6 +244,11 @@ def sbc(model: str | ChoiceModel, designs: Sequence[Design] | TrialData, *, meth
         ``seed`` and its index), so a long run can be split and joined with :meth:`SBCResult.concat`.
     executor : concurrent.futures.Executor, optional
         Runs the simulations in parallel; None: here, one after the other.
+    retry_target_accept : sequence of float
+        NUTS: the retry ladder of :func:`causalplay.fit` (the default is fit's, so each simulation is fitted as
+        people are). ``()`` keeps each simulation's first fit: with few draws per chain the ESS criterion fails
+        on most fits and the ladder triples the cost; each fit's R-hat, ESS and divergences stay in
+        ``diagnostics`` either way.
 
     Returns
     -------
@@ -265,8 +271,9 @@ def sbc(model: str | ChoiceModel, designs: Sequence[Design] | TrialData, *, meth
     nuts = NUTSOptions(progress=False) if nuts is None else nuts
     svi = SVIOptions(progress=False) if svi is None else svi
     learner = learner or LearnerConfig()
+    retry = check_retry_ladder(retry_target_accept)
     args = (cm, None, designs, designs[0].n_objects, method, nuts,
-            svi, learner, bool(hierarchical), L, seed, max_tests)
+            svi, learner, bool(hierarchical), L, seed, max_tests, retry)
     first = V.integer(first, "first", low=0)
     idx = range(first, first + sims)
     if executor is None:
