@@ -195,7 +195,8 @@ class Design:
 
 def designs_of(data, max_tests: int | None = None) -> dict[str, Design]:
     """``participant -> Design`` of trial data: the world (``rule``, ``true_blickets``), the demonstrations (the
-    ``source=demonstration`` rows before the participant's first own test) and the told count (``n_blickets``).
+    ``source=demonstration`` rows before the participant's first own test), the told count (``n_blickets``) and the
+    budget (``max_tests``: the data's column where it has one for the participant, else the argument).
 
     Raises
     ------
@@ -206,6 +207,7 @@ def designs_of(data, max_tests: int | None = None) -> dict[str, Design]:
     if not all(hasattr(data, a) for a in ("histories", "choice_indices", "known_counts", "participants")):
         raise TypeError(f"data must be causalplay.data.TrialData, got {type(data).__name__}")
     hist, chosen, told = data.histories(), data.choice_indices(), data.known_counts()
+    budget = data.budgets() if hasattr(data, "budgets") else {}
     out = {}
     for _, row in data.participants.iterrows():
         pid = row["participant"]
@@ -216,7 +218,8 @@ def designs_of(data, max_tests: int | None = None) -> dict[str, Design]:
                              f"{sorted(set(range(len(h))) - set(own.tolist()))}); a design's demonstrations come first")
         try:
             out[pid] = Design(data.n_objects, tuple(row["true_blickets"]), row["rule"],
-                              tuple(h.pairs()[:first]), told[pid], max_tests)
+                              tuple(h.pairs()[:first]), told[pid],
+                              max_tests if budget.get(pid) is None else budget[pid])
         except ValueError as e:
             raise ValueError(f"participant {pid!r}: {e}") from None
     return out

@@ -42,13 +42,13 @@ TEST_COLUMNS = ("participant", "test", "objects_on", "lit")
 _BOOL = {"true": True, "false": False, "1": True, "0": False}
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 # What a cell of a typed column looks like, to tell where an unquoted comma split a line (_comma_split).
-_SHAPE = {**dict.fromkeys(("test", "n_tests", "n_objects", "n_blickets", "round"), r"\d*"),
+_SHAPE = {**dict.fromkeys(("test", "n_tests", "n_objects", "n_blickets", "round", "max_tests"), r"\d*"),
           **dict.fromkeys(("true_blickets", "judged_blickets", "objects_on"), r"[\d ]*"),
           **dict.fromkeys(("lit", "blickets_correct", "rule_correct", "prior_experience"), r"(?i)(true|false|1|0)?"),
           **dict.fromkeys(("round_seconds", "seconds_since_previous"), r"[\d.eE+-]*")}
 # Columns the loader parses; any other column is free text, where an unquoted comma usually hides.
 _TYPED = {*PARTICIPANT_COLUMNS, *TEST_COLUMNS, "n_objects", "n_blickets", "blickets_correct", "rule_correct",
-          "prior_experience", "round_seconds", "learner", "round", "source", "seconds_since_previous"}
+          "prior_experience", "round_seconds", "learner", "round", "source", "seconds_since_previous", "max_tests"}
 
 
 def _read_csv(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
@@ -224,10 +224,17 @@ def _load(folder: str | Path, *, n_objects: int | None = None, impossible: str =
     if "round" in P.columns:
         _check_rounds(parsed_p, bad)
 
+    own: dict[str, int] = {}  # each participant's own tests (not demonstrations), what a budget counts
+    for t in parsed_t:
+        if "source" not in T.columns or SOURCES.get(str(t["source"]).strip().lower(), True):
+            own[t["participant"]] = own.get(t["participant"], 0) + 1
     for pid, p in prow.items():
         if p["n_tests"] is not None and p["n_tests"] != len(seen.get(pid, [])):
             bad("participants.csv", p["_row"], "n_tests", p["n_tests"],
                 f"tests.csv has {len(seen.get(pid, []))} test(s) for {pid}")
+        if p.get("max_tests") is not None and p["max_tests"] >= 1 and own.get(pid, 0) > p["max_tests"]:
+            bad("participants.csv", p["_row"], "max_tests", p["max_tests"],
+                f"{pid} ran {own[pid]} test(s) of their own in tests.csv, more than the budget")
 
     if issues:
         raise DataValidationError(issues)
@@ -317,6 +324,11 @@ def _participant_row(i: int, r: pd.Series, columns, n_objects: int | None, prow:
         elif k is not None and out["true_blickets"] is not None and k != len(out["true_blickets"]):
             bad(f, i, "n_blickets", r["n_blickets"], f"the count told must equal the number of true_blickets "
                 f"({len(out['true_blickets'])})")
+    if "max_tests" in columns:
+        out["max_tests"] = m = _count(r["max_tests"])
+        if r["max_tests"].strip() and not (m is not None and m >= 1):
+            bad(f, i, "max_tests", r["max_tests"],
+                "expected a positive integer (the participant's test budget) or empty" + _ascii(r["max_tests"]))
     for col in ("blickets_correct", "rule_correct", "prior_experience"):
         if col in columns:
             v = r[col].strip().lower()

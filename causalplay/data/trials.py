@@ -108,6 +108,14 @@ class TrialData:
         return {pid: None if pd.isna(k) else int(k)
                 for pid, k in zip(self.ids, self.participants["n_blickets"], strict=True)}
 
+    def budgets(self) -> dict[str, int | None]:
+        """``participant -> tests the participant was allowed`` (``max_tests`` column of ``participants.csv``: their
+        own tests, demonstrations not counted), None where no budget is recorded (empty cell or no such column)."""
+        if "max_tests" not in self.participants.columns:
+            return dict.fromkeys(self.ids)
+        return {pid: None if pd.isna(k) else int(k)
+                for pid, k in zip(self.ids, self.participants["max_tests"], strict=True)}
+
     def histories(self) -> dict[str, History]:
         """``participant -> History`` of everything the participant saw, in order: their tests and any
         demonstrations (:meth:`choice_indices` says which positions they chose)."""

@@ -148,7 +148,8 @@ class _Rows:
             lt = self.lit[self.design, c].to(_F64)[:, None]
             ll = ll + log_likelihood(space, on, lt)
             tested[torch.arange(R), c] = True
-        f = step_features(space, ll, len(self.own), tested, learner.min_tests, list(range(R)))
+        f = step_features(space, ll, len(self.own), tested, learner.min_tests, list(range(R)),
+                          budget=self.budget[self.design])
         if told0 is not None:
             f.set_log_prior = told0[self.design]
         return f
@@ -160,13 +161,7 @@ class _Rows:
         R = len(self.design)
         th = {k: v[:, None].expand(v.shape[0], R) for k, v in theta.items()}
         with torch.no_grad():
-            lp = fit.model.log_probs(feats, th)
-        spent = len(self.own) >= self.budget[self.design]  # [R]
-        if bool(spent.any()):
-            forced = torch.full_like(lp[0, 0], -math.inf)
-            forced[-1] = 0.0
-            lp = torch.where(spent[None, :, None], forced, lp)
-        return lp
+            return fit.model.log_probs(feats, th)  # the stop forced where the budget is spent (Features.must_stop)
 
 
 def predict(fit: Fit, designs: Sequence[Design] | Design, draws: int = 200, *, seed: int = 0,

@@ -236,6 +236,8 @@ def simulate(model: str | ChoiceModel, theta: dict, worlds, n_objects: int, *, l
     Returns
     -------
     causalplay.data.TrialData
+        With each participant's budget in the ``max_tests`` column, so that :func:`causalplay.fit` scores the stop
+        of one who used every test as forced, not chosen.
     """
     from ..bench.play import play
 
@@ -303,7 +305,7 @@ def _trial_data(agent: ChoiceModelAgent, record: dict, worlds, demos: list, n_bl
     parts = [{"participant": ids[i], "rule": record["rule"][i], "true_blickets": tuple(sorted(int(b) for b in w[1])),
               "judged_blickets": code_to_set(int(code[i])), "blickets_correct": bool(record["blickets_correct"][i]),
               "rule_choice": task.rules[int(rule[i])].name, "rule_correct": bool(record["rule_correct"][i]),
-              "n_tests": int(record["n_tests"][i]) + n_shown[i],
+              "n_tests": int(record["n_tests"][i]) + n_shown[i], "max_tests": int(agent.budget[i]),
               **({} if n_blickets is None else {"n_blickets": n_blickets[i]})}
              for i, w in enumerate(worlds)]
     return TrialData(pd.DataFrame(parts), tests, N, [], f"simulate({model_name})")

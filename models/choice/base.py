@@ -129,6 +129,8 @@ class Features:
     transferred : BoolTensor [P] or None -- the participant has a transferred rule prior (round > 1)
     set_log_prior : Tensor [P, 2**N] or None -- log prior of each blicket set per participant, where some were told
         how many blickets there are (sets of another size get :data:`RULED_OUT`); None: the learner's own prior
+    must_stop : BoolTensor [D] or None -- the participant's test budget is spent at this decision, so stopping is
+        the only option (probability 1: a stop forced by the budget is not a choice); None: no budget binds
     """
 
     ids: list
@@ -147,6 +149,7 @@ class Features:
     rule_prior: torch.Tensor | None = None
     transferred: torch.Tensor | None = None
     set_log_prior: torch.Tensor | None = None
+    must_stop: torch.Tensor | None = None
     cache: dict = field(default_factory=dict)
 
     @property
@@ -239,7 +242,8 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
     Raises
     ------
     ValueError
-        A participant ran fewer than ``learner.min_tests`` tests (their stop would have probability 0), or
+        A participant ran fewer than ``learner.min_tests`` tests (their stop would have probability 0) or more than
+        their budget (``max_tests`` column, :meth:`~causalplay.data.TrialData.budgets`), or
         chose a rule the learner does not consider (e.g. ``threshold3``; an empty ``rule_choice`` is a missing
         judgement and is allowed); a ``rule_prior`` naming unknown participants or holding no probability.
     """
@@ -257,6 +261,12 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
             f"participant {few[0][0]!r} ran {few[0][1]} test(s) but the modelled learner cannot stop before "
             f"min_tests={learner.min_tests} ({len(few)} such participant(s): {[k for k, _ in few[:5]]}); drop them "
             f"with data.subset(...) or fit with learner=LearnerConfig(min_tests=0)")
+    budgets = data.budgets()
+    if over := [(k, len(chosen[k]), budgets[k]) for k in data.ids
+                if budgets[k] is not None and len(chosen[k]) > budgets[k]]:
+        raise ValueError(f"participant {over[0][0]!r} ran {over[0][1]} test(s) of their own but max_tests is "
+                         f"{over[0][2]} ({len(over)} such participant(s)); the budget counts the participant's own "
+                         f"tests, demonstrations not included")
     rule_index = {r: i for i, r in enumerate(LEARNER_RULES)}
     judgement = []  # rule * 2**N + set code, -1 when not given
     for _, row in data.participants.iterrows():
@@ -267,7 +277,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
                 f"(it knows {list(LEARNER_RULES)}); set rule_choice empty to treat the judgement as missing, or "
                 f"drop the participant")
         judgement.append(-1 if jb is None or not isinstance(rc, str) else rule_index[rc] * n_sets + set_to_code(jb))
-    pid, t, choice, test_index, prefixes, tested = [], [], [], [], [], []
+    pid, t, choice, test_index, prefixes, tested, must = [], [], [], [], [], [], []
     for p, key in enumerate(data.ids):
         h = hist[key]
         codes = [set_to_code(np.flatnonzero(x)) for x in h.trials]
@@ -284,6 +294,7 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
             test_index.append(j + 1)
             prefixes.append(History(h.trials[:j], h.lit[:j]))  # what was seen before the decision
             tested.append(seen.copy())
+            must.append(budgets[key] is not None and n_own >= budgets[key])
             if j < len(h):
                 seen[codes[j]] = True
                 n_own += 1
@@ -296,7 +307,8 @@ def build_features(data, learner: LearnerConfig = LearnerConfig(), rule_prior: d
         can_stop=t_t >= learner.min_tests, tested=torch.as_tensor(np.stack(tested)), candidates=cands,
         sizes=cands.sum(-1), final_ll=ll[last], judgement=torch.tensor(judgement),
         test_index=torch.tensor(test_index), rule_prior=rp_table, transferred=rp_mask,
-        set_log_prior=told_set_prior(space, data.known_counts(), data.ids))
+        set_log_prior=told_set_prior(space, data.known_counts(), data.ids),
+        must_stop=torch.tensor(must) if any(must) else None)
 
 
 def told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Tensor | None:
@@ -316,14 +328,16 @@ def told_set_prior(space: HypothesisSpace, counts: dict, ids: list) -> torch.Ten
 
 
 def step_features(space: HypothesisSpace, ll: torch.Tensor, t: int, tested: torch.Tensor, min_tests: int,
-                  ids: list) -> Features:
-    """Features of one decision for each of ``P`` simulated participants (used by simulation)."""
+                  ids: list, budget: torch.Tensor | None = None) -> Features:
+    """Features of one decision for each of ``P`` simulated participants (used by simulation); ``budget [P]``:
+    each one's test budget (stopping is forced once ``t`` reaches it), None for none."""
     P = ll.shape[0]
     cands = space.sets
     tt = torch.full((P,), float(t), dtype=torch.float64)
     return Features(ids=ids, space=space, pid=torch.arange(P), t=tt, ll=ll, choice=torch.full((P,), -1),
                     can_stop=tt >= min_tests, tested=tested, candidates=cands, sizes=cands.sum(-1),
-                    final_ll=ll, judgement=torch.full((P,), -1), test_index=torch.full((P,), t + 1))
+                    final_ll=ll, judgement=torch.full((P,), -1), test_index=torch.full((P,), t + 1),
+                    must_stop=None if budget is None else tt >= budget)
 
 
 def participant_rule_prior(feats: Features, rho: torch.Tensor, pid: torch.Tensor | None = None,
@@ -480,7 +494,13 @@ class ChoiceModel:
         can = feats.can_stop
         log_stop = torch.where(can, F.logsigmoid(stop_logit), torch.tensor(-math.inf, dtype=stop_logit.dtype))
         log_go = torch.where(can, F.logsigmoid(-stop_logit), torch.zeros_like(stop_logit))
-        return torch.cat([log_sets + log_go[..., None], log_stop[..., None]], -1)
+        out = torch.cat([log_sets + log_go[..., None], log_stop[..., None]], -1)
+        if feats.must_stop is not None:  # (not a data branch: a fit's features hold it only where some stop is forced)
+            # the budget is spent: the stop is forced (log 1), not chosen, so it says nothing about stopping
+            forced = torch.full_like(out[..., :1, :], -math.inf)
+            forced[..., -1] = 0.0
+            out = torch.where(feats.must_stop[:, None], forced, out)
+        return out
 
     def judgement_log_probs(self, feats: Features, theta: dict) -> torch.Tensor:
         """Log probability ``[..., P, H]`` of each judged (rule, blicket set) pair after the last test."""
