@@ -430,3 +430,30 @@ def test_rate_limit(tmp_path):
     codes = [c.post("/test", data={"seq": str(k), "objects": ["0"]}).status_code for k in (1, 2, 3)]
     assert codes == [200, 200, 429]
     assert participants(app)[0].n_tests == 2
+
+
+def test_a_participant_who_uses_every_test_is_exported_with_the_budget(tmp_path):
+    """A Nexiom session capped at 2 tests runs both: the export's max_tests is 2, and the fit of the exported data
+    scores that participant's stop as forced (Features.must_stop), while one who stopped after 1 test chose to."""
+    import torch
+    from causalplay.models.choice import build_features
+
+    from causalplay.data import load_trials
+    from causalplay.serve.store import export_trials
+
+    app, c = make(tmp_path, study=Study(practice=False, raw_ids=True, max_tests=2))
+    for pid, n in (("U1", 2), ("U2", 1)):
+        c.cookies.clear()
+        start(c, pid)
+        for k in range(n):
+            assert c.post("/test", data={"seq": str(k + 1), "objects": [str(k)]}).status_code == 200
+        if n == 2:  # the budget is spent: a third test is refused
+            assert c.post("/test", data={"seq": "3", "objects": ["3"]}).status_code == 409
+        c.post("/judge", data={"blickets": ["0"], "rule": "disjunctive"})
+    assert [p.max_tests for p in participants(app)] == [2, 2]
+    export_trials(f"sqlite:///{tmp_path / 'serve.db'}", tmp_path / "out")
+    data = load_trials(tmp_path / "out")
+    assert data.budgets() == {"U1": 2, "U2": 2}
+    feats = build_features(data)
+    stops = torch.nonzero(feats.choice == feats.n_options - 1).flatten()
+    assert feats.must_stop[stops].tolist() == [True, False]

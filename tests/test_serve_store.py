@@ -65,7 +65,7 @@ def test_migration_matches_models_and_sqlite_is_durable(tmp_path):
         assert compare_metadata(MigrationContext.configure(c), Base.metadata) == []
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
-        assert c.execute(text("select version_num from alembic_version")).scalar() == "0003"
+        assert c.execute(text("select version_num from alembic_version")).scalar() == "0004"
     open_db(f"sqlite:///{tmp_path / 'a.db'}")  # a second start on a migrated database is a no-op
 
 

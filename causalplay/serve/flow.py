@@ -55,8 +55,13 @@ def shown(r: Runtime, p: Participant) -> tuple:
     w = r.task.world(p.condition, p.episode_seed)
     if p.design:
         d = design_of(p.design)
-        return d.demonstrations, d.n_blickets_told, d.max_tests or w.max_tests
-    return w.context, w.n_blickets, w.max_tests
+        return d.demonstrations, d.n_blickets_told, budget_of(d, w)
+    return w.context, w.n_blickets, budget_of(None, w)
+
+
+def budget_of(design, w) -> int:
+    """The tests a participant may run: an adaptive design's budget where it sets one, else the task's."""
+    return design.max_tests if design is not None and design.max_tests else w.max_tests
 
 
 def task_view(r: Runtime, s, p: Participant) -> dict:
@@ -144,7 +149,8 @@ def consent(request: Request, r: Rt, consent: str = Form(""), pid: str = Form(""
                                 n_tests=len(shown_first), consented_at=now, export_id=r.export_id(code),
                                 study_id=study_id or None, session_id=session_id or None,
                                 resume_code="".join(secrets.choice(_CODE_ALPHABET) for _ in range(8)),
-                                design=json.dumps(design.to_dict()) if design else None)
+                                design=json.dumps(design.to_dict()) if design else None,
+                                max_tests=budget_of(design, w))
                 s.add(p)
                 s.flush()
                 for k, (on, lit, kind) in enumerate(shown_first, start=1):

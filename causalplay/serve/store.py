@@ -52,7 +52,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 PARTICIPANT_EXPORT_COLUMNS = ("participant", "rule", "true_blickets", "judged_blickets", "blickets_correct",
                               "rule_choice", "rule_correct", "n_tests", "n_objects", "round_seconds", "completed",
                               "task", "condition", "episode_seed", "comprehension_attempts", "started_at",
-                              "finished_at", "n_blickets")
+                              "finished_at", "n_blickets", "max_tests")
 TEST_EXPORT_COLUMNS = ("participant", "test", "objects_on", "lit", "seconds_since_previous", "source")
 
 
@@ -92,6 +92,9 @@ class Participant(Base):
     last_active_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     # revision 0003: the design an adaptive study chose at consent (JSON of Design.to_dict); None otherwise
     design: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # revision 0004: the participant's test budget (own tests allowed), so that a fit reads a stop at the budget as
+    # forced; None on older rows
+    max_tests: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     tests: Mapped[list[TrialRow]] = relationship(back_populates="participant", order_by="TrialRow.test")
 
@@ -259,7 +262,7 @@ def export_rows(participants) -> tuple[list[dict], list[dict]]:
             "completed": str(done).lower(), "task": p.task, "condition": p.condition,
             "episode_seed": p.episode_seed, "comprehension_attempts": p.check_attempts,
             "started_at": _iso(p.consented_at), "finished_at": _iso(p.finished_at),
-            "n_blickets": "" if told is None else told})
+            "n_blickets": "" if told is None else told, "max_tests": "" if p.max_tests is None else p.max_tests})
         prev = p.task_started_at
         for t in p.tests:
             since = None
