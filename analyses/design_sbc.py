@@ -10,9 +10,9 @@ ECDF-difference / rank-histogram plot written.
 Usage::
 
     OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --sims 60 [--method svi] [--out runs/design_sbc]
-    OMP_NUM_THREADS=1 nice python analyses/design_sbc.py --method nuts \
-        --model "eig_sweep_single:shared=[gamma,stop_a]" --nuts-chains 2 --nuts-warmup 300 --nuts-draws 300 \
-        --nuts-workers 1 --sims 20 --chunk 2 [--nuts-retry]
+    OMP_NUM_THREADS=1 python analyses/design_sbc.py --method nuts --model "eig_sweep_single:shared=[gamma,stop_a]" \
+        --nuts-chains 2 --nuts-warmup 500 --nuts-draws 500 --nuts-workers 2 --nuts-retry --sims 40 --chunk 2 \
+        --out runs/design_sbc_nuts      # docs/design.md's NUTS run (``--nuts-retry`` alone: no retries)
 """
 
 from __future__ import annotations
