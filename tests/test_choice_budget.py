@@ -14,8 +14,10 @@ import pytest
 import torch
 from causalplay.models.choice import build_features, get_model
 
+import causalplay
 from causalplay.data import DataValidationError, example_folder, load_trials
 from causalplay.design import designs_of
+from causalplay.fitting import SVIOptions
 from causalplay.fitting.simulation import simulate
 
 
@@ -95,3 +97,7 @@ def test_simulated_participants_at_the_cap_are_forced_to_stop():
     lp0 = cm.log_probs(f0, theta).gather(-1, f0.choice[:, None]).squeeze(-1)
     assert bool((lp0[stops] < -11).all())  # log sigmoid(-12 + ...): the stop was nearly impossible as a choice
     np.testing.assert_array_equal(lp0[~stops].numpy(), lp[~stops].numpy())
+    # the fit (its traced density) and its ArviZ log-likelihood read the same: every forced stop is log 1
+    f = causalplay.fit(data, "random", method="svi", svi=SVIOptions(steps=10, draws=4, progress=False), seed=0)
+    ll = f.idata.log_likelihood["choice"].values.reshape(-1, feats.n_decisions)
+    assert (ll[:, stops.numpy()] == 0).all() and (ll[:, ~stops.numpy()] < 0).all()
