@@ -64,14 +64,19 @@ ENVS = {"B": "causalplay/PhysicsB-v0", "2B": "causalplay/Physics2B-v0", "2B-v1":
 def prepare(cfg: Config, out: Path, ex) -> None:
     """The training pool's tasks and outcomes, which every shard's training reads, made in parallel (cached in
     ``out``) before the shards start, so the first workers do not all make them."""
-    from causalplay.envs.physics_templates import task_keys
+    from causalplay.envs.physics_templates import ACTIONS, task_keys
 
     from causalplay.agents.physics import outcomes
+    from causalplay.core.specs import parse_spec
 
+    # every action-set size an agent asks for (``mem:n_actions=10000``); ssup and the defaults use ACTIONS
+    sizes = sorted({ACTIONS} | {int(parse_spec(a).kwargs.get("n_actions", ACTIONS)) for a in cfg.agents})
     for tier in cfg.tiers:
-        t0 = time.perf_counter()
-        pool, _ = outcomes(tier, task_keys(cfg.templates, cfg.n_tasks), out, ex)
-        print(f"[{tier}] {len(pool)} training-pool tasks and outcomes ready ({time.perf_counter() - t0:.0f} s)")
+        for n in sizes:
+            t0 = time.perf_counter()
+            pool, _ = outcomes(tier, task_keys(cfg.templates, cfg.n_tasks), out, ex, n_actions=n)
+            print(f"[{tier}] {len(pool)} training-pool tasks and their outcomes on {n} actions ready "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
 def table(summary: pd.DataFrame, cfg: Config) -> str:
@@ -147,9 +152,9 @@ def run(cfg: Config) -> pd.DataFrame:
     notes = []
     for (t, s), g in per_fold.groupby(["tier", "setting"]):
         per = g.pivot(index="fold", columns="agent", values="auccess")
-        if {"ssup", "dqn-o"} <= set(per):
-            _, p = wilcoxon(per["ssup"].to_numpy(), per["dqn-o"].to_numpy())
-            notes.append(f"- {t} {s}: ssup - dqn-o = {(per['ssup'] - per['dqn-o']).mean():+.1f} AUCCESS points"
+        for d in (c for c in per if c.split(":")[0] == "dqn-o" and "ssup" in per):  # each DQN-O spec run
+            _, p = wilcoxon(per["ssup"].to_numpy(), per[d].to_numpy())
+            notes.append(f"- {t} {s}: ssup - {d} = {(per['ssup'] - per[d]).mean():+.1f} AUCCESS points"
                          f" (mean over folds), Wilcoxon two-sided p = {p:.3g}")
     text = table(summary, cfg) + "\n" + "\n".join(notes) + "\n"
     (out / "table.md").write_text(text)

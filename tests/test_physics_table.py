@@ -25,3 +25,22 @@ def test_physics_table_smoke(tmp_path):
         assert (out / f).stat().st_size > 1000
     again = mod.run(cfg)  # every shard is on disk and verifies: nothing reruns, same summary
     pd.testing.assert_frame_equal(summary, again)
+
+
+def test_prepare_makes_the_outcomes_of_every_action_set_asked_for(tmp_path):
+    """An agent spec's ``n_actions`` (``mem:n_actions=30``) gets its training-pool outcomes made up front, beside
+    the default set's that ssup and the other agents read; each table equals the package's outcomes()."""
+    from causalplay.envs.physics_templates import ACTIONS, task_keys
+
+    from causalplay.agents.physics import outcomes
+
+    mod = load_analysis("physics_table")
+    cfg = dataclasses.replace(mod.SMOKE, runs_dir=str(tmp_path), tiers=("B-v2",), templates=(0,), n_tasks=6,
+                              agents=("random", "mem:n_actions=30", "dqn:n_actions=30:steps=2"))
+    mod.prepare(cfg, tmp_path, None)
+    for n in (ACTIONS, 30):
+        folder = tmp_path / f"outcomes-B-v2-{n}"
+        assert sorted(p.name for p in folder.iterdir()) == [f"00-{i:03d}.pkl" for i in range(6)]
+        assert outcomes("B-v2", task_keys((0,), 6), tmp_path, n_actions=n)[1].shape == (6, n)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("outcomes-")) == [
+        "outcomes-B-v2-30", f"outcomes-B-v2-{ACTIONS}"]

@@ -123,8 +123,8 @@ class RandomPhysicsAgent(PhysicsAgent):
 
 
 class MemAgent(PhysicsAgent):
-    """MEM: ranks the tier's fixed action set by ``p_a``, the fraction of training-pool tasks each action solved
-    (outcomes simulated once, :func:`outcomes`).
+    """MEM: ranks the tier's fixed action set (its first ``n_actions``: 500 by default, PHYRE ranks 10,000) by
+    ``p_a``, the fraction of training-pool tasks each action solved (outcomes simulated once, :func:`outcomes`).
 
     Knows: the training tasks and the simulator (training only), and in the within-template setting the test
     task's template id (a per-template ranking, as in PHYRE); cross-template it uses one global ranking.
@@ -134,7 +134,10 @@ class MemAgent(PhysicsAgent):
 
     def __init__(self, seed: int = 0, weight: float = 5.0, n_actions: int = ACTIONS):
         super().__init__(seed)
-        self.weight, self.n_actions = weight, n_actions
+        if isinstance(n_actions, bool) or not isinstance(n_actions, int | np.integer) or n_actions < 1:
+            raise ValueError(f"{self.name}'s n_actions must be an integer >= 1 (the size of the ranked action set; "
+                             f"PHYRE ranks 10,000), got {n_actions!r}")
+        self.weight, self.n_actions = weight, int(n_actions)
 
     def train(self, tier, keys, setting, cache="runs/physics"):
         super().train(tier, keys, setting, cache)

@@ -6,8 +6,8 @@ stride-2 convolutions; the action through an MLP with one hidden layer of 512 un
 bias per channel (FiLM) applied before the last convolution block; global average pooling; a linear logit.
 Training: cross-entropy on batches with equal numbers of solving and failing attempts, Adam, the learning rate
 annealed to 0 on a half cosine. PHYRE's DQN trains a ResNet-18 on 100,000 attempts per task; this one trains on
-the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 6 tasks per template x 500
-actions) for ``steps`` batches of 64.
+the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 6 tasks per template x the ranked set's
+500 actions, or ``n_actions``: PHYRE ranks 10,000) for ``steps`` batches of 64.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from causalplay.envs.physics_sim import render
-from causalplay.envs.physics_templates import TIERS, action_set
+from causalplay.envs.physics_templates import ACTIONS, TIERS, action_set
 
 from .physics import MemAgent, PhysicsAgent, outcomes
 
@@ -62,11 +62,11 @@ class PhysicsNet(nn.Module):
 
 
 def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
-              lr: float = 3e-3, cache: str = "runs/physics") -> PhysicsNet:
-    """Train on the outcomes of the training pool restricted to the tasks ``keys``; writes ``out/config.json`` and
-    ``out/model.pt`` (atomically: workers training the same network at once never read half a file), read instead
-    of retrained when present. ``seed`` fixes the initial weights and the batches; the caller's torch generator is
-    left as it was."""
+              lr: float = 3e-3, cache: str = "runs/physics", n_actions: int = ACTIONS) -> PhysicsNet:
+    """Train on the outcomes of the training pool restricted to the tasks ``keys`` on the tier's first
+    ``n_actions`` fixed actions; writes ``out/config.json`` and ``out/model.pt`` (atomically: workers training the
+    same network at once never read half a file), read instead of retrained when present. ``seed`` fixes the
+    initial weights and the batches; the caller's torch generator is left as it was."""
     out = Path(out)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -74,9 +74,9 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
-    pool, o = outcomes(tier, keys, cache)
+    pool, o = outcomes(tier, keys, cache, n_actions=n_actions)
     imgs = images([t.scene for t in pool])
-    acts = torch.as_tensor(action_set(tier), dtype=torch.float32)
+    acts = torch.as_tensor(action_set(tier, n_actions), dtype=torch.float32)
     pos, neg = np.argwhere(o == 1), np.argwhere(o == 0)
     gen = np.random.default_rng(seed)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
@@ -92,7 +92,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
         sched.step()
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
-                                                 "lr": lr, "tasks": len(pool), "positives": int(len(pos)),
+                                                 "lr": lr, "tasks": len(pool), "n_actions": n_actions,
+                                                 "positives": int(len(pos)),
                                                  "final_loss": loss.item() if len(pos) and len(neg) else None}))
     tmp = out / f".model.{os.getpid()}.tmp"
     torch.save(net.state_dict(), tmp)
@@ -101,7 +102,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
 
 
 class DqnAgent(MemAgent):
-    """DQN: ranks the fixed action set by the network's score for the test task's initial image.
+    """DQN: ranks the fixed action set (its first ``n_actions``, on whose training-pool outcomes the network is
+    trained) by the network's score for the test task's initial image.
 
     Knows: the training tasks and the simulator (training only: the network is fit to simulated attempts);
     at test time only the initial image (rendered from the observation's object list).
@@ -109,16 +111,18 @@ class DqnAgent(MemAgent):
 
     name = "dqn"
 
-    def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3):
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3,
+                 n_actions: int = ACTIONS):
+        super().__init__(seed, n_actions=n_actions)
         self.steps, self.updates, self.lr_online = steps, updates, lr_online
 
     def train(self, tier, keys, setting, cache="runs/physics"):
         PhysicsAgent.train(self, tier, keys, setting, cache)
         self.actions = action_set(tier, self.n_actions)
         digest = hashlib.sha256(",".join(sorted(keys)).encode()).hexdigest()[:12]
-        self.net = train_dqn(tier, keys, Path(cache) / "dqn" / f"{tier}-{digest}-s{self.seed}", self.seed,
-                             self.steps, cache=cache)
+        size = "" if self.n_actions == ACTIONS else f"-a{self.n_actions}"  # the 500-action networks keep their path
+        self.net = train_dqn(tier, keys, Path(cache) / "dqn" / f"{tier}-{digest}-s{self.seed}{size}", self.seed,
+                             self.steps, cache=cache, n_actions=self.n_actions)
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)

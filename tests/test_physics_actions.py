@@ -1,0 +1,108 @@
+"""MEM and DQN on a ranked action set of any size (PHYRE ranks 10,000; the default is 500): the outcomes table
+against a brute-force enumeration by direct simulation, MEM's success rates and ranking against hand counts, DQN
+trained on and ranking the larger set, and bad sizes refused by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from causalplay.envs.physics import PhysicsBatch
+from causalplay.envs.physics_sim import invalid, simulate
+from causalplay.envs.physics_templates import action_set, get_task, task_keys, to_balls
+
+from causalplay.agents import make_agent
+from causalplay.agents.physics import POOL, MemAgent, outcomes
+from causalplay.agents.physics_dqn import DqnAgent
+from causalplay.bench.physics import fold_tasks
+
+TIER, N = "B-v2", 40
+UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 8}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("physics_actions"))
+    for k in task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"]):
+        get_task(TIER, k, path)
+    return path
+
+
+def brute_force(keys, cache, n):
+    """Outcome of each of the tier's first ``n`` fixed actions on each training-pool task among ``keys``, one
+    simulation per (task, action) with the validity test inside ``simulate``: 1 solved, 0 not, -1 invalid."""
+    pool = sorted(k for k in keys if int(k.split(":")[1]) < POOL)
+    acts, table = action_set(TIER, n), []
+    for k in pool:
+        scene = get_task(TIER, k, cache).scene
+        rows = [simulate(scene, to_balls(a[None])[0]) for a in acts]
+        table.append([-1 if not r.valid else int(r.solved) for r in rows])
+    return pool, np.array(table)
+
+
+def test_outcomes_on_a_larger_set_match_direct_simulation_and_nest(cache):
+    """The cached table on N actions equals one direct simulation per entry, and its first 20 columns equal the
+    table on 20 actions (the fixed sets are nested: PHYRE's 10,000 start with the default 500)."""
+    keys = task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"])
+    pool, o = outcomes(TIER, keys, cache, n_actions=N)
+    want_keys, want = brute_force(keys, cache, N)
+    assert [t.key for t in pool] == want_keys and o.shape == (len(want_keys), N)
+    np.testing.assert_array_equal(o, want)
+    assert (want == 1).any() and (want == 0).any() and (want == -1).any()  # the check sees all three outcomes
+    np.testing.assert_array_equal(outcomes(TIER, keys, cache, n_actions=20)[1], o[:, :20])
+    np.testing.assert_array_equal(action_set(TIER, N)[:20], action_set(TIER, 20))
+
+
+def test_mem_ranks_n_actions_by_hand_counted_success(cache):
+    """Within-template MEM with n_actions=N: per template, the fraction of its training-pool tasks each action
+    solved, counted by hand from the brute-force table; a test task's ranking is that fraction, best first,
+    ties in action-set order."""
+    train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = MemAgent(seed=0, n_actions=N)
+    ag.train(TIER, train, "within", cache)
+    pool, table = brute_force(train, cache, N)
+    tmpl = np.array([int(k.split(":")[0]) for k in pool])
+    np.testing.assert_array_equal(ag.actions, action_set(TIER, N))
+    for t in UNIVERSE["templates"]:
+        rate = (table[tmpl == t] == 1).sum(0) / (tmpl == t).sum()
+        np.testing.assert_allclose(ag.succ[t] / ag.tot[t], rate, rtol=0, atol=0)
+    batch = PhysicsBatch([get_task(TIER, k, cache) for k in test[:2]], TIER)
+    ag.reset(batch.info(), batch.reset())
+    for b, key in enumerate(test[:2]):
+        rate = (table[tmpl == int(key.split(":")[0])] == 1).sum(0) / (tmpl == int(key.split(":")[0])).sum()
+        np.testing.assert_array_equal(ag.rank[b], np.argsort(-rate, kind="stable"))
+
+
+def test_dqn_trains_on_and_ranks_its_own_action_set(cache):
+    """DQN with n_actions=N trains on the pool's N-action outcomes (its positives counted by hand), in a network
+    folder of its own (the 500-action networks keep theirs), and ranks all N actions of each test task."""
+    train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = DqnAgent(seed=0, steps=3, n_actions=N)
+    ag.train(TIER, train, "within", cache)
+    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s0-a{N}")]
+    assert len(folder) == 1
+    cfg = json.loads((folder[0] / "config.json").read_text())
+    assert cfg["n_actions"] == N and cfg["positives"] == int((brute_force(train, cache, N)[1] == 1).sum())
+    batch = PhysicsBatch([get_task(TIER, k, cache) for k in test[:2]], TIER)
+    ag.reset(batch.info(), batch.reset())
+    assert all(sorted(r.tolist()) == list(range(N)) for r in ag.rank)
+    DqnAgent(seed=0, steps=3).train(TIER, train, "within", cache)
+    assert sum(p.name.endswith("-s0") for p in (Path(cache) / "dqn").iterdir()) == 1
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10000"])
+def test_bad_action_set_sizes_are_refused_by_name(bad):
+    for cls in (MemAgent, DqnAgent):
+        with pytest.raises(ValueError, match=f"n_actions must be an integer >= 1.*got {bad!r}"):
+            cls(n_actions=bad)
+    with pytest.raises(ValueError, match="n_actions must be an integer >= 1"):
+        make_agent("mem-o:n_actions=0", family="physics")
+
+
+def test_brute_force_treats_a_rejected_action_as_invalid(cache):
+    """The enumerator's -1 is simulate's own rejection, which is the batched validity test's."""
+    scene, balls = get_task(TIER, "00:000", cache).scene, to_balls(action_set(TIER, N))
+    direct = np.array([not simulate(scene, b).valid for b in balls])
+    np.testing.assert_array_equal(direct, invalid(scene, balls))
