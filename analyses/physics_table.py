@@ -66,15 +66,17 @@ def prepare(cfg: Config, out: Path, ex) -> None:
     ``out``) before the shards start, so the first workers do not all make them."""
     from causalplay.envs.physics_templates import ACTIONS, task_keys
 
-    from causalplay.agents.physics import outcomes
+    from causalplay.agents.physics import POOL, outcomes
     from causalplay.core.specs import parse_spec
 
-    # every action-set size an agent asks for (``mem:n_actions=10000``); ssup and the defaults use ACTIONS
-    sizes = sorted({ACTIONS} | {int(parse_spec(a).kwargs.get("n_actions", ACTIONS)) for a in cfg.agents})
+    # every action set and pool an agent asks for (``mem:n_actions=10000:pool=None``); ssup and the defaults use
+    # ACTIONS and POOL
+    asked = {(ACTIONS, POOL)} | {(int(kw.get("n_actions", ACTIONS)), kw.get("pool", POOL))
+                                 for kw in (parse_spec(a).kwargs for a in cfg.agents)}
     for tier in cfg.tiers:
-        for n in sizes:
+        for n, pool_size in sorted(asked, key=lambda x: (x[0], x[1] is None, x[1] or 0)):
             t0 = time.perf_counter()
-            pool, _ = outcomes(tier, task_keys(cfg.templates, cfg.n_tasks), out, ex, n_actions=n)
+            pool, _ = outcomes(tier, task_keys(cfg.templates, cfg.n_tasks), out, ex, n_actions=n, pool=pool_size)
             print(f"[{tier}] {len(pool)} training-pool tasks and their outcomes on {n} actions ready "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
 

@@ -1,6 +1,7 @@
-"""MEM and DQN on a ranked action set of any size (PHYRE ranks 10,000; the default is 500): the outcomes table
-against a brute-force enumeration by direct simulation, MEM's success rates and ranking against hand counts, DQN
-trained on and ranking the larger set, and bad sizes refused by name."""
+"""MEM and DQN on a ranked action set of any size (PHYRE ranks 10,000; the default is 500) and on any training
+pool (6 tasks per template by default; PHYRE's MEM: every training task): the outcomes table against a brute-force
+enumeration by direct simulation, MEM's success rates and ranking against hand counts, DQN trained on and ranking
+the larger set, and bad sizes and pools refused by name."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def cache(tmp_path_factory):
     return path
 
 
-def brute_force(keys, cache, n):
-    """Outcome of each of the tier's first ``n`` fixed actions on each training-pool task among ``keys``, one
-    simulation per (task, action) with the validity test inside ``simulate``: 1 solved, 0 not, -1 invalid."""
-    pool = sorted(k for k in keys if int(k.split(":")[1]) < POOL)
+def brute_force(keys, cache, n, pool=POOL):
+    """Outcome of each of the tier's first ``n`` fixed actions on each training-pool task among ``keys`` (task
+    index below ``pool``; None: all), one simulation per (task, action) with the validity test inside ``simulate``:
+    1 solved, 0 not, -1 invalid."""
+    pool = sorted(k for k in keys if pool is None or int(k.split(":")[1]) < pool)
     acts, table = action_set(TIER, n), []
     for k in pool:
         scene = get_task(TIER, k, cache).scene
@@ -55,14 +57,16 @@ def test_outcomes_on_a_larger_set_match_direct_simulation_and_nest(cache):
     np.testing.assert_array_equal(action_set(TIER, N)[:20], action_set(TIER, 20))
 
 
-def test_mem_ranks_n_actions_by_hand_counted_success(cache):
-    """Within-template MEM with n_actions=N: per template, the fraction of its training-pool tasks each action
-    solved, counted by hand from the brute-force table; a test task's ranking is that fraction, best first,
-    ties in action-set order."""
+@pytest.mark.parametrize("pool", [POOL, None])
+def test_mem_ranks_n_actions_by_hand_counted_success(cache, pool):
+    """Within-template MEM with n_actions=N: per template, the fraction of its training-pool tasks (the first 6,
+    or all) each action solved, counted by hand from the brute-force table; a test task's ranking is that
+    fraction, best first, ties in action-set order."""
     train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
-    ag = MemAgent(seed=0, n_actions=N)
+    ag = MemAgent(seed=0, n_actions=N, pool=pool)
     ag.train(TIER, train, "within", cache)
-    pool, table = brute_force(train, cache, N)
+    pool, table = brute_force(train, cache, N, pool)
+    assert len(pool) == len(train) if ag.pool is None else max(int(k[3:]) for k in pool) < POOL
     tmpl = np.array([int(k.split(":")[0]) for k in pool])
     np.testing.assert_array_equal(ag.actions, action_set(TIER, N))
     for t in UNIVERSE["templates"]:
@@ -93,12 +97,30 @@ def test_dqn_trains_on_and_ranks_its_own_action_set(cache):
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10000"])
-def test_bad_action_set_sizes_are_refused_by_name(bad):
+def test_bad_action_set_sizes_and_pools_are_refused_by_name(bad):
     for cls in (MemAgent, DqnAgent):
         with pytest.raises(ValueError, match=f"n_actions must be an integer >= 1.*got {bad!r}"):
             cls(n_actions=bad)
+        with pytest.raises(ValueError, match=f"pool must be an integer >= 1 .*or None .*got {bad!r}"):
+            cls(pool=bad)
     with pytest.raises(ValueError, match="n_actions must be an integer >= 1"):
         make_agent("mem-o:n_actions=0", family="physics")
+    with pytest.raises(ValueError, match="outcomes's pool must be"):
+        outcomes(TIER, ["00:000"], "unused", pool=bad)
+
+
+def test_dqn_on_every_training_task_has_its_own_network(cache):
+    """pool=None trains on every training task's outcomes (counted by the brute-force table) in a folder of its
+    own; the spec string's None reaches the agent."""
+    train, _ = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = make_agent(f"dqn:steps=2:n_actions={N}:pool=None", seed=1, family="physics")
+    assert ag.pool is None
+    ag.train(TIER, train, "within", cache)
+    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s1-a{N}-pall")]
+    cfg = json.loads((folder[0] / "config.json").read_text())
+    _, table = brute_force(train, cache, N, None)
+    assert cfg["pool"] is None and cfg["tasks"] == len(train) > 3 * POOL
+    assert cfg["positives"] == int((table == 1).sum())
 
 
 def test_brute_force_treats_a_rejected_action_as_invalid(cache):

@@ -36,11 +36,13 @@ def test_prepare_makes_the_outcomes_of_every_action_set_asked_for(tmp_path):
 
     mod = load_analysis("physics_table")
     cfg = dataclasses.replace(mod.SMOKE, runs_dir=str(tmp_path), tiers=("B-v2",), templates=(0,), n_tasks=6,
-                              agents=("random", "mem:n_actions=30", "dqn:n_actions=30:steps=2"))
+                              agents=("random", "mem:n_actions=30", "dqn:n_actions=30:steps=2:pool=None"))
+    cfg = dataclasses.replace(cfg, n_tasks=8)
     mod.prepare(cfg, tmp_path, None)
-    for n in (ACTIONS, 30):
+    for n, tasks in ((ACTIONS, 6), (30, 8)):  # pool=None: every task, not only the first 6 of each template
         folder = tmp_path / f"outcomes-B-v2-{n}"
-        assert sorted(p.name for p in folder.iterdir()) == [f"00-{i:03d}.pkl" for i in range(6)]
-        assert outcomes("B-v2", task_keys((0,), 6), tmp_path, n_actions=n)[1].shape == (6, n)
+        assert sorted(p.name for p in folder.iterdir()) == [f"00-{i:03d}.pkl" for i in range(tasks)]
+        assert outcomes("B-v2", task_keys((0,), 8), tmp_path, n_actions=n, pool=None if n == 30 else 6)[1].shape == (
+            tasks, n)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("outcomes-")) == [
         "outcomes-B-v2-30", f"outcomes-B-v2-{ACTIONS}"]

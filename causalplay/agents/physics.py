@@ -45,16 +45,25 @@ def _outcome_rows(tier: str, keys: list[str], cache: str, n_actions: int) -> lis
 
 
 def outcomes(tier: str, keys, cache: str | Path = "runs/physics", executor=None,
-             n_actions: int = ACTIONS) -> tuple[list[PhysicsTask], np.ndarray]:
-    """Outcomes of the tier's fixed action set on the training-pool tasks among ``keys`` (task index ``< POOL``),
-    in key order: ``(tasks, int8 [n, n_actions])`` with 1 solved, 0 not, -1 invalid. Each task's row is simulated
-    once and cached in ``cache/outcomes-<tier>-<n_actions>/`` (the tasks in ``cache/tasks-<tier>/``); ``executor``
-    fills missing rows in parallel."""
-    cache, pool = str(cache), sorted(k for k in keys if int(k.split(":")[1]) < POOL)
+             n_actions: int = ACTIONS, pool: int | None = POOL) -> tuple[list[PhysicsTask], np.ndarray]:
+    """Outcomes of the tier's fixed action set (its first ``n_actions``) on the training-pool tasks among ``keys``
+    (task index ``< pool``; ``pool=None``: every task in ``keys``), in key order: ``(tasks, int8 [n, n_actions])``
+    with 1 solved, 0 not, -1 invalid. Each task's row is simulated once and cached in
+    ``cache/outcomes-<tier>-<n_actions>/`` (the tasks in ``cache/tasks-<tier>/``); ``executor`` fills missing rows in
+    parallel."""
+    _check_pool(pool)
+    cache = str(cache)
+    pool = sorted(k for k in keys if pool is None or int(k.split(":")[1]) < pool)
     chunks = [pool[i:i + 10] for i in range(0, len(pool), 10)]
     rows = [r for rs in (executor.map if executor else map)(partial(_outcome_rows, tier, cache=cache,
                                                                       n_actions=n_actions), chunks) for r in rs]
     return [get_task(tier, k, cache) for k in pool], np.array(rows, dtype=np.int8).reshape(len(pool), n_actions)
+
+
+def _check_pool(pool, who: str = "outcomes") -> None:
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int | np.integer) or pool < 1):
+        raise ValueError(f"{who}'s pool must be an integer >= 1 (training tasks per template whose outcomes are "
+                         f"simulated: those with task index < pool) or None (every training task), got {pool!r}")
 
 
 class PhysicsAgent(Agent):
@@ -125,6 +134,8 @@ class RandomPhysicsAgent(PhysicsAgent):
 class MemAgent(PhysicsAgent):
     """MEM: ranks the tier's fixed action set (its first ``n_actions``: 500 by default, PHYRE ranks 10,000) by
     ``p_a``, the fraction of training-pool tasks each action solved (outcomes simulated once, :func:`outcomes`).
+    The pool is the fold's training tasks with task index below ``pool`` (6 per template by default), or every
+    training task with ``pool=None`` (PHYRE's MEM).
 
     Knows: the training tasks and the simulator (training only), and in the within-template setting the test
     task's template id (a per-template ranking, as in PHYRE); cross-template it uses one global ranking.
@@ -132,8 +143,10 @@ class MemAgent(PhysicsAgent):
 
     name = "mem"
 
-    def __init__(self, seed: int = 0, weight: float = 5.0, n_actions: int = ACTIONS):
+    def __init__(self, seed: int = 0, weight: float = 5.0, n_actions: int = ACTIONS, pool: int | None = POOL):
         super().__init__(seed)
+        _check_pool(pool, self.name)
+        self.pool = pool
         if isinstance(n_actions, bool) or not isinstance(n_actions, int | np.integer) or n_actions < 1:
             raise ValueError(f"{self.name}'s n_actions must be an integer >= 1 (the size of the ranked action set; "
                              f"PHYRE ranks 10,000), got {n_actions!r}")
@@ -142,7 +155,7 @@ class MemAgent(PhysicsAgent):
     def train(self, tier, keys, setting, cache="runs/physics"):
         super().train(tier, keys, setting, cache)
         self.actions = action_set(tier, self.n_actions)
-        pool, o = outcomes(tier, keys, cache, n_actions=self.n_actions)
+        pool, o = outcomes(tier, keys, cache, n_actions=self.n_actions, pool=self.pool)
         tmpl, win = np.array([t.template for t in pool]), (o == 1).astype(np.float64)
         self.succ = {None: win.sum(0)}
         self.tot = {None: np.full(len(self.actions), float(len(pool)))}

@@ -24,7 +24,7 @@ from torch import nn
 from causalplay.envs.physics_sim import render
 from causalplay.envs.physics_templates import ACTIONS, TIERS, action_set
 
-from .physics import MemAgent, PhysicsAgent, outcomes
+from .physics import POOL, MemAgent, PhysicsAgent, outcomes
 
 __all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images"]
 
@@ -62,11 +62,12 @@ class PhysicsNet(nn.Module):
 
 
 def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
-              lr: float = 3e-3, cache: str = "runs/physics", n_actions: int = ACTIONS) -> PhysicsNet:
-    """Train on the outcomes of the training pool restricted to the tasks ``keys`` on the tier's first
-    ``n_actions`` fixed actions; writes ``out/config.json`` and ``out/model.pt`` (atomically: workers training the
-    same network at once never read half a file), read instead of retrained when present. ``seed`` fixes the
-    initial weights and the batches; the caller's torch generator is left as it was."""
+              lr: float = 3e-3, cache: str = "runs/physics", n_actions: int = ACTIONS,
+              pool: int | None = POOL) -> PhysicsNet:
+    """Train on the outcomes of the training pool (``keys`` with task index below ``pool``; ``None``: all of
+    ``keys``) on the tier's first ``n_actions`` fixed actions; writes ``out/config.json`` and ``out/model.pt``
+    (atomically: workers training the same network at once never read half a file), read instead of retrained when
+    present. ``seed`` fixes the initial weights and the batches; the caller's torch generator is left as it was."""
     out = Path(out)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -74,8 +75,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
-    pool, o = outcomes(tier, keys, cache, n_actions=n_actions)
-    imgs = images([t.scene for t in pool])
+    tasks, o = outcomes(tier, keys, cache, n_actions=n_actions, pool=pool)
+    imgs = images([t.scene for t in tasks])
     acts = torch.as_tensor(action_set(tier, n_actions), dtype=torch.float32)
     pos, neg = np.argwhere(o == 1), np.argwhere(o == 0)
     gen = np.random.default_rng(seed)
@@ -92,7 +93,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
         sched.step()
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
-                                                 "lr": lr, "tasks": len(pool), "n_actions": n_actions,
+                                                 "lr": lr, "tasks": len(tasks), "n_actions": n_actions,
+                                                 "pool": pool,
                                                  "positives": int(len(pos)),
                                                  "final_loss": loss.item() if len(pos) and len(neg) else None}))
     tmp = out / f".model.{os.getpid()}.tmp"
@@ -102,8 +104,9 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
 
 
 class DqnAgent(MemAgent):
-    """DQN: ranks the fixed action set (its first ``n_actions``, on whose training-pool outcomes the network is
-    trained) by the network's score for the test task's initial image.
+    """DQN: ranks the fixed action set (its first ``n_actions``, on whose outcomes on the training pool -- the
+    training tasks with task index below ``pool``, or all with ``pool=None`` -- the network is trained) by the
+    network's score for the test task's initial image.
 
     Knows: the training tasks and the simulator (training only: the network is fit to simulated attempts);
     at test time only the initial image (rendered from the observation's object list).
@@ -112,17 +115,19 @@ class DqnAgent(MemAgent):
     name = "dqn"
 
     def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3,
-                 n_actions: int = ACTIONS):
-        super().__init__(seed, n_actions=n_actions)
+                 n_actions: int = ACTIONS, pool: int | None = POOL):
+        super().__init__(seed, n_actions=n_actions, pool=pool)
         self.steps, self.updates, self.lr_online = steps, updates, lr_online
 
     def train(self, tier, keys, setting, cache="runs/physics"):
         PhysicsAgent.train(self, tier, keys, setting, cache)
         self.actions = action_set(tier, self.n_actions)
         digest = hashlib.sha256(",".join(sorted(keys)).encode()).hexdigest()[:12]
-        size = "" if self.n_actions == ACTIONS else f"-a{self.n_actions}"  # the 500-action networks keep their path
+        # the default networks (500 actions, pool 6) keep their path
+        size = ("" if self.n_actions == ACTIONS else f"-a{self.n_actions}") + (
+            "" if self.pool == POOL else f"-p{'all' if self.pool is None else self.pool}")
         self.net = train_dqn(tier, keys, Path(cache) / "dqn" / f"{tier}-{digest}-s{self.seed}{size}", self.seed,
-                             self.steps, cache=cache, n_actions=self.n_actions)
+                             self.steps, cache=cache, n_actions=self.n_actions, pool=self.pool)
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
