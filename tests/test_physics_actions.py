@@ -128,3 +128,55 @@ def test_brute_force_treats_a_rejected_action_as_invalid(cache):
     scene, balls = get_task(TIER, "00:000", cache).scene, to_balls(action_set(TIER, N))
     direct = np.array([not simulate(scene, b).valid for b in balls])
     np.testing.assert_array_equal(direct, invalid(scene, balls))
+
+
+@pytest.mark.parametrize("replay", [0, 8])
+def test_dqn_o_online_step_is_the_test_loss_plus_the_replayed_training_loss(cache, replay):
+    """One online update of DQN-O, rebuilt by hand on a copy of the network: cross-entropy of the task's attempts
+    (image trunk fixed), plus with replay > 0 that of ``replay`` training examples, half solving and half failing,
+    drawn from the agent's replay stream; one Adam step at lr_online gives the same weights."""
+    import copy
+
+    import torch
+    from torch import nn
+
+    from causalplay.agents.physics_dqn import DqnOAgent, images
+
+    train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = DqnOAgent(seed=0, steps=2, n_actions=N, updates=1, replay=replay)
+    ag.train(TIER, train, "within", cache)
+    batch = PhysicsBatch([get_task(TIER, test[0], cache)], TIER)
+    ag.reset(batch.info(), batch.reset())
+    ag.done_idx = [[(3, False), (7, True), (11, False)]]
+    net = copy.deepcopy(ag.net)
+    opt = torch.optim.Adam(net.parameters(), lr=ag.lr_online)
+    with torch.no_grad():
+        feat = net.trunk(images(ag.scenes))
+    loss = nn.functional.binary_cross_entropy_with_logits(
+        net.head(feat.expand(3, -1, -1, -1), ag.acts_t[[3, 7, 11]]), torch.tensor([0.0, 1.0, 0.0]))
+    if replay:
+        pos, neg = np.argwhere(ag.train_o == 1), np.argwhere(ag.train_o == 0)
+        gen = copy.deepcopy(ag.replay_rng)
+        half = replay // 2
+        pick = np.concatenate([pos[gen.integers(0, len(pos), half)], neg[gen.integers(0, len(neg), half)]])
+        assert (ag.train_o[pick[:, 0], pick[:, 1]] == 1).sum() == replay // 2
+        y = torch.tensor((ag.train_o[pick[:, 0], pick[:, 1]] == 1).astype(np.float32))
+        loss = loss + nn.functional.binary_cross_entropy_with_logits(net.head(ag.train_feat[pick[:, 0]],
+                                                                              ag.acts_t[pick[:, 1]]), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    before = {k: v.clone() for k, v in ag.net.state_dict().items()}
+    ag.finish()
+    after, want = ag.net.state_dict(), net.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in after)  # the step moved the network
+    for k in want:
+        torch.testing.assert_close(after[k], want[k], rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [-2, 3, 2.5, True])
+def test_bad_replay_sizes_are_refused_by_name(bad):
+    from causalplay.agents.physics_dqn import DqnOAgent
+
+    with pytest.raises(ValueError, match=f"replay must be an even integer >= 0.*got {bad!r}"):
+        DqnOAgent(replay=bad)

@@ -115,9 +115,12 @@ class DqnAgent(MemAgent):
     name = "dqn"
 
     def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3,
-                 n_actions: int = ACTIONS, pool: int | None = POOL):
+                 n_actions: int = ACTIONS, pool: int | None = POOL, replay: int = 0):
         super().__init__(seed, n_actions=n_actions, pool=pool)
-        self.steps, self.updates, self.lr_online = steps, updates, lr_online
+        if isinstance(replay, bool) or not isinstance(replay, int | np.integer) or replay < 0 or replay % 2:
+            raise ValueError(f"{self.name}'s replay must be an even integer >= 0 (training examples, half solving and "
+                             f"half failing, in each online update; 0: none), got {replay!r}")
+        self.steps, self.updates, self.lr_online, self.replay = steps, updates, lr_online, int(replay)
 
     def train(self, tier, keys, setting, cache="runs/physics"):
         PhysicsAgent.train(self, tier, keys, setting, cache)
@@ -131,6 +134,12 @@ class DqnAgent(MemAgent):
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
+        if self.online and self.replay:  # the training pool's examples, mixed into each online update
+            tasks, self.train_o = outcomes(tier, keys, cache, n_actions=self.n_actions, pool=self.pool)
+            with torch.no_grad():
+                self.train_feat = self.net.trunk(images([t.scene for t in tasks]))
+            self.train_pos, self.train_neg = np.argwhere(self.train_o == 1), np.argwhere(self.train_o == 0)
+            self.replay_rng = np.random.default_rng([self.seed, 4099])  # its own stream: the plays' stay as they were
 
     def ranks(self):
         self.imgs = images(self.scenes)
@@ -151,15 +160,30 @@ class DqnAgent(MemAgent):
             self.net.train()
             for _ in range(self.updates):
                 loss = nn.functional.binary_cross_entropy_with_logits(self.net.head(feat, self.acts_t[idx]), y)
+                if self.replay and len(self.train_pos) and len(self.train_neg):
+                    loss = loss + self._replay_loss()
                 self.opt.zero_grad()
                 loss.backward()
                 self.opt.step()
             self.net.eval()
 
 
+    def _replay_loss(self) -> torch.Tensor:
+        """Cross-entropy on ``replay`` training examples, half solving and half failing (as in training)."""
+        gen, half = self.replay_rng, self.replay // 2
+        pick = np.concatenate([self.train_pos[gen.integers(0, len(self.train_pos), half)],
+                               self.train_neg[gen.integers(0, len(self.train_neg), half)]])
+        y = torch.as_tensor(self.train_o[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32)
+        return nn.functional.binary_cross_entropy_with_logits(
+            self.net.head(self.train_feat[pick[:, 0]], self.acts_t[pick[:, 1]]), y)
+
+
 class DqnOAgent(DqnAgent):
     """DQN-O: DQN, plus ``updates`` gradient steps (learning rate ``lr_online``) of the fusion and head layers on
     each finished test task's attempts; the next task is played with the updated network. Knows what DQN knows
-    and the outcomes of its own test attempts."""
+    and the outcomes of its own test attempts. With ``replay > 0`` each step's loss adds the cross-entropy of that
+    many training examples (half solving, half failing), as PHYRE's online agents use examples from training and
+    testing together; with the default 0 the steps see the test task's attempts alone, which drifts the network
+    from what training taught it (docs/physics.md measures both)."""
 
     name, online = "dqn-o", True
