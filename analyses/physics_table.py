@@ -51,6 +51,9 @@ class Config:
     runs_dir: str = "runs"
     docs: bool = False  # copy the figures to docs/img
     smoke: bool = False  # start from SMOKE: a tiny run (what the test runs)
+    # paired comparisons over folds for table.md, each "A/B" (two agent specs): mean A - B, its SE, folds where A is
+    # ahead, Wilcoxon p; ssup against each DQN-O spec is always there
+    pairs: tuple[str, ...] = ()
 
 
 SMOKE = Config(name="physics_smoke", tiers=("B-v2",),
@@ -97,6 +100,26 @@ def table(summary: pd.DataFrame, cfg: Config) -> str:
         ref = [PAPER.get((c[0].split("-")[0], c[1]), {}).get(a.split(":")[0], "–") for c in cols]
         lines.append(f"| {a} | " + " | ".join(cells) + " | " + " | ".join(ref) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired(per_fold: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Agent ``a`` minus agent ``b`` per (tier, setting) over the folds both played (``per_fold``: one AUCCESS per
+    tier, setting, agent and fold): mean difference, its standard error (SD / sqrt(folds)), folds where ``a`` is
+    ahead, and the two-sided Wilcoxon signed-rank p-value."""
+    from causalplay.bench.metrics import wilcoxon
+
+    rows = []
+    for (t, s), g in per_fold.groupby(["tier", "setting"]):
+        per = g.pivot(index="fold", columns="agent", values="auccess")
+        missing = [x for x in (a, b) if x not in per]
+        if missing:
+            raise ValueError(f"pair {a}/{b}: no AUCCESS for {missing} in {t} {s}; agents run: {sorted(per)}")
+        both = per[[a, b]].dropna()
+        d = (both[a] - both[b]).to_numpy()
+        rows.append({"tier": t, "setting": s, "a": a, "b": b, "folds": len(d), "diff": d.mean(),
+                     "se": d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan"),
+                     "ahead": int((d > 0).sum()), "p": wilcoxon(both[a].to_numpy(), both[b].to_numpy())[1]})
+    return pd.DataFrame(rows)
 
 
 def contact_sheet(tasks, path: Path, res: int = 128) -> None:
@@ -158,6 +181,12 @@ def run(cfg: Config) -> pd.DataFrame:
             _, p = wilcoxon(per["ssup"].to_numpy(), per[d].to_numpy())
             notes.append(f"- {t} {s}: ssup - {d} = {(per['ssup'] - per[d]).mean():+.1f} AUCCESS points"
                          f" (mean over folds), Wilcoxon two-sided p = {p:.3g}")
+    for pair in cfg.pairs:
+        a, sep, b = pair.partition("/")
+        if not sep or not a or not b:
+            raise ValueError(f"pairs entry {pair!r} must be two agent specs joined by '/', e.g. 'ssup/dqn-o'")
+        notes += [f"- {r.tier} {r.setting}: {a} - {b} = {r['diff']:+.1f} (SE {r.se:.1f}; ahead on {r.ahead} of "
+                  f"{r.folds} folds), Wilcoxon two-sided p = {r.p:.3g}" for _, r in paired(per_fold, a, b).iterrows()]
     text = table(summary, cfg) + "\n" + "\n".join(notes) + "\n"
     (out / "table.md").write_text(text)
     print(text)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
+import pytest
 from analysis import load_analysis
 
 
@@ -46,3 +48,17 @@ def test_prepare_makes_the_outcomes_of_every_action_set_asked_for(tmp_path):
             tasks, n)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("outcomes-")) == [
         "outcomes-B-v2-30", f"outcomes-B-v2-{ACTIONS}"]
+
+
+def test_paired_comparison_matches_hand_values():
+    """Differences 1, 2, 3, -0.5 over four folds: mean 1.375, SD 1.493 / 2 = SE 0.747, ahead on 3; the exact
+    two-sided Wilcoxon p for ranks (2, 3, 4) positive and 1 negative is 2 * P(W- <= 1) = 2 * 2/16 = 0.25."""
+    mod = load_analysis("physics_table")
+    per = pd.DataFrame({"tier": "B-v2", "setting": "within", "fold": [0, 1, 2, 3] * 2,
+                        "agent": ["x"] * 4 + ["y"] * 4, "auccess": [11.0, 22.0, 33.0, 9.0, 10.0, 20.0, 30.0, 9.5]})
+    r = mod.paired(per, "x", "y").iloc[0]
+    assert (r.folds, r.ahead) == (4, 3) and r["diff"] == 1.375
+    assert abs(r.se - np.std([1, 2, 3, -0.5], ddof=1) / 2) < 1e-12 and abs(r.se - 0.7465) < 1e-4
+    assert abs(r.p - 0.25) < 1e-12
+    with pytest.raises(ValueError, match=r"pair x/z: no AUCCESS for \['z'\]"):
+        mod.paired(per, "x", "z")
