@@ -180,3 +180,5 @@ def test_bad_replay_sizes_are_refused_by_name(bad):
 
     with pytest.raises(ValueError, match=f"replay must be an even integer >= 0.*got {bad!r}"):
         DqnOAgent(replay=bad)
+    with pytest.raises(ValueError, match="replay=64 mixes training examples into online updates, which dqn does not"):
+        make_agent("dqn:replay=64", family="physics")

@@ -120,6 +120,9 @@ class DqnAgent(MemAgent):
         if isinstance(replay, bool) or not isinstance(replay, int | np.integer) or replay < 0 or replay % 2:
             raise ValueError(f"{self.name}'s replay must be an even integer >= 0 (training examples, half solving and "
                              f"half failing, in each online update; 0: none), got {replay!r}")
+        if replay and not self.online:
+            raise ValueError(f"replay={replay!r} mixes training examples into online updates, which {self.name} does "
+                             "not make; use dqn-o")
         self.steps, self.updates, self.lr_online, self.replay = steps, updates, lr_online, int(replay)
 
     def train(self, tier, keys, setting, cache="runs/physics"):
@@ -166,7 +169,6 @@ class DqnAgent(MemAgent):
                 loss.backward()
                 self.opt.step()
             self.net.eval()
-
 
     def _replay_loss(self) -> torch.Tensor:
         """Cross-entropy on ``replay`` training examples, half solving and half failing (as in training)."""
