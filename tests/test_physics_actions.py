@@ -13,6 +13,7 @@ import pytest
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import invalid, simulate
 from causalplay.envs.physics_templates import action_set, get_task, task_keys, to_balls
+from physics_tasks import task_cache
 
 from causalplay.agents import make_agent
 from causalplay.agents.physics import POOL, MemAgent, outcomes
@@ -25,10 +26,7 @@ UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 8}
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("physics_actions"))
-    for k in task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"]):
-        get_task(TIER, k, path)
-    return path
+    return task_cache(tmp_path_factory, TIER, UNIVERSE, "physics_actions")
 
 
 def brute_force(keys, cache, n, pool=POOL):

@@ -11,8 +11,9 @@ import pytest
 import torch
 from causalplay.envs.physics import PhysicsBatch
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, simulate
-from causalplay.envs.physics_templates import PhysicsTask, get_task, make_task, task_keys
+from causalplay.envs.physics_templates import PhysicsTask, get_task, make_task
 from causalplay.models.physics import PhysicsPrior, log_weights
+from physics_tasks import task_cache
 
 from causalplay.agents import make_agent
 from causalplay.agents.physics import PhysicsAgent, SsupAgent, _sim
@@ -80,10 +81,7 @@ UNIVERSE = {"templates": [0, 2, 10], "n_tasks": 12}  # 36 tasks; cross fold 0 te
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     """A task cache holding the 36 tasks of UNIVERSE (generated once for the module)."""
-    path = str(tmp_path_factory.mktemp("physics"))
-    for k in task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"]):
-        get_task(TIER, k, path)
-    return path
+    return task_cache(tmp_path_factory, TIER, UNIVERSE, "physics")
 
 
 def _strip(df):
