@@ -103,18 +103,20 @@ class TrialData:
     def known_counts(self) -> dict[str, int | None]:
         """``participant -> number of blickets the participant was told`` (``n_blickets`` column of
         ``participants.csv``), None where not told (empty cell or no such column)."""
-        if "n_blickets" not in self.participants.columns:
-            return dict.fromkeys(self.ids)
-        return {pid: None if pd.isna(k) else int(k)
-                for pid, k in zip(self.ids, self.participants["n_blickets"], strict=True)}
+        return self._optional_counts("n_blickets")
 
     def budgets(self) -> dict[str, int | None]:
         """``participant -> tests the participant was allowed`` (``max_tests`` column of ``participants.csv``: their
         own tests, demonstrations not counted), None where no budget is recorded (empty cell or no such column)."""
-        if "max_tests" not in self.participants.columns:
+        return self._optional_counts("max_tests")
+
+    def _optional_counts(self, column: str) -> dict[str, int | None]:
+        """``participant -> int`` of an optional count column of ``participants.csv``; None for an empty cell or
+        when the column is absent."""
+        if column not in self.participants.columns:
             return dict.fromkeys(self.ids)
         return {pid: None if pd.isna(k) else int(k)
-                for pid, k in zip(self.ids, self.participants["max_tests"], strict=True)}
+                for pid, k in zip(self.ids, self.participants[column], strict=True)}
 
     def histories(self) -> dict[str, History]:
         """``participant -> History`` of everything the participant saw, in order: their tests and any
