@@ -53,11 +53,11 @@ def outcomes(tier: str, keys, cache: str | Path = "runs/physics", executor=None,
     parallel."""
     _check_pool(pool)
     cache = str(cache)
-    pool = sorted(k for k in keys if pool is None or int(k.split(":")[1]) < pool)
-    chunks = [pool[i:i + 10] for i in range(0, len(pool), 10)]
+    picked = sorted(k for k in keys if pool is None or int(k.split(":")[1]) < pool)
+    chunks = [picked[i:i + 10] for i in range(0, len(picked), 10)]
     rows = [r for rs in (executor.map if executor else map)(partial(_outcome_rows, tier, cache=cache,
                                                                       n_actions=n_actions), chunks) for r in rs]
-    return [get_task(tier, k, cache) for k in pool], np.array(rows, dtype=np.int8).reshape(len(pool), n_actions)
+    return [get_task(tier, k, cache) for k in picked], np.array(rows, dtype=np.int8).reshape(len(picked), n_actions)
 
 
 def _check_pool(pool, who: str = "outcomes") -> None:
