@@ -14,7 +14,9 @@ leaves the world or overlaps a body (or another of its balls) is **invalid** and
 
 Engine choice (``benchmarks/bench_physics.py``, 1,000 identical 3-s rollouts): pymunk 7.3 ran them faster than
 Box2D 2.3.10 and both were bit-for-bit deterministic across runs; pymunk's cffi calls cost less per step than
-the SWIG bindings, and Chipmunk's sleeping ends settled scenes early.
+the SWIG bindings, and Chipmunk's sleeping ends settled scenes early. A rollout's set-up and step loop run in C
+(``envs/_rollout.c``, compiled at install where a C compiler is found) with the same Chipmunk calls as the Python
+loop kept here as the reference (``engine="python"``); the two give equal rollouts, bit for bit.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = ["COLS", "BALL", "BAR", "JAR", "OTHER", "GOAL", "TARGET", "AGENT", "W", "G", "DT", "HORIZON", "HOLD",
-           "FRICTION", "ELASTICITY", "DENSITY", "PALETTE", "Rollout", "simulate", "parts", "invalid", "add_balls",
-           "render", "render_rgb", "object_list"]
+           "FRICTION", "ELASTICITY", "DENSITY", "PALETTE", "Rollout", "simulate", "rollout_engine", "parts", "invalid",
+           "add_balls", "render", "render_rgb", "object_list"]
 
 COLS = ("kind", "x", "y", "a", "b", "angle", "dyn", "role")
 BALL, BAR, JAR = 0, 1, 2
@@ -132,9 +134,95 @@ def _local_shapes(row: tuple) -> tuple:
     return tuple(out)
 
 
+#: Chipmunk's functions the compiled rollout calls, in the order of ``_rollout.c``'s ``Api`` struct
+_API_NAMES = ("cpSpaceNew", "cpSpaceFree", "cpSpaceSetGravity", "cpSpaceSetIterations", "cpSpaceSetSleepTimeThreshold",
+              "cpSpaceAddCollisionHandler", "cpSpaceStep", "cpSpaceAddBody", "cpSpaceAddShape", "cpSpaceRemoveBody",
+              "cpSpaceRemoveShape", "cpBodyNew", "cpBodyNewStatic", "cpBodyFree", "cpBodySetPosition",
+              "cpBodyGetPosition", "cpBodySetAngle", "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodySetVelocity",
+              "cpBodyIsSleeping", "cpBodyGetSpace", "cpCircleShapeNew", "cpPolyShapeNew", "cpShapeFree",
+              "cpShapeSetFriction", "cpShapeSetElasticity", "cpShapeSetCollisionType", "cpShapeSetDensity",
+              "cpShapeGetSpace", "cpArbiterGetShapes")
+_C_MAX_BODIES = 64  # _rollout.c's fixed arrays (MAX_BODIES; at most 4 shapes a body, MAX_SHAPES 256)
+
+
+@lru_cache(maxsize=1)
+def _compiled():
+    """The compiled rollout module, given Chipmunk's function addresses; None where it was not built, or where
+    the struct layouts it declares differ from pymunk's (another pymunk build), so the Python loop runs."""
+    try:
+        from causalplay.envs import _rollout
+    except ImportError:
+        return None
+    from pymunk._chipmunk import ffi, lib
+
+    lay = _rollout.layout()
+    theirs = {"cpVect": ffi.sizeof("cpVect"), "cpTransform": ffi.sizeof("cpTransform"),
+              "cpCollisionHandler": ffi.sizeof("cpCollisionHandler"),
+              **{f: ffi.offsetof("cpCollisionHandler", f) for f in ("beginFunc", "separateFunc", "userData")}}
+    if lay != theirs:
+        import warnings
+
+        warnings.warn(f"causalplay.envs._rollout declares Chipmunk's structs as {lay}, this pymunk as {theirs}: "
+                      "physics rollouts run the (slower) Python loop", RuntimeWarning, stacklevel=3)
+        return None
+    _rollout.init(np.array([int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in _API_NAMES],
+                           dtype=np.uintp).tobytes())
+    return _rollout
+
+
+def rollout_engine() -> str:
+    """``"c"`` where the compiled rollout loop is built and matches this pymunk, else ``"python"``: which loop
+    :func:`simulate` runs by default (the same rollouts either way, faster in C)."""
+    return "python" if _compiled() is None else "c"
+
+
+def _shapes_of(row: tuple) -> tuple:
+    """:func:`_local_shapes` of a row; a ball's directly (its one disc, centred), since an action's balls are new
+    rows in nearly every rollout and would only fill the cache."""
+    return ((0, row[3]),) if row[0] == BALL else _local_shapes(row)
+
+
+@lru_cache(maxsize=4096)
+def _flat_box_shapes(row: tuple) -> tuple:
+    out = []
+    for kind, g in _local_shapes(row):
+        if kind == 1 and len(g) != 4:
+            raise ValueError(f"a box of row {row} has {len(g)} vertices; the compiled loop reads 4")
+        out += [0.0, g] + [0.0] * 7 if kind == 0 else [1.0] + [c for v in g for c in v]
+    return tuple(out)
+
+
+def _flat_shapes(row: tuple) -> tuple:
+    """A row's shapes as ``_rollout.c`` reads them: 9 floats a shape, ``0, radius, 0 ...`` for a disc, ``1`` and
+    the 4 vertices for a box (:func:`_shapes_of`'s, in its order)."""
+    return (0.0, row[3], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0) if row[0] == BALL else _flat_box_shapes(row)
+
+
+def _simulate_c(mod, scene: np.ndarray, dens: np.ndarray, friction: float, elasticity: float, gravity: float,
+                noise: float, seed: int, record: int, horizon: float, stop_decided: bool) -> Rollout:
+    """:func:`simulate`'s rollout in the compiled loop: the same bodies, shapes, noise normals (drawn here, as many
+    as the run could use, from the same stream) and steps as the Python path."""
+    from array import array
+
+    rows, geom, n_dyn = [], [], 0
+    for row, d in zip(map(tuple, scene.tolist()), dens.tolist(), strict=True):
+        g = _flat_shapes(row)
+        rows += (row[1], row[2], row[5], row[6], 1.0 if row[7] == GOAL else 2.0 if row[7] == TARGET else 0.0, d,
+                 len(g) // 9)
+        geom += g
+        n_dyn += row[6] != 0
+    n_steps, need = int(round(horizon / DT)), int(round(HOLD / DT))
+    z = (np.random.default_rng(seed).standard_normal(2 * n_dyn * (n_steps // 6)) if noise > 0 else np.empty(0))
+    traj = np.empty(((n_steps // record + 2) if record else 0, len(scene), 3))
+    solved, steps, frames = mod.rollout(array("d", rows), array("d", geom), friction, elasticity, gravity, DT, noise,
+                                        z, n_steps, need, int(stop_decided and not record), int(record), traj)
+    return Rollout(valid=True, solved=bool(solved), steps=steps, traj=traj[:frames] if record else None)
+
+
 def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elasticity: float = ELASTICITY,
              density=DENSITY, gravity: float = G, noise: float = 0.0, seed: int = 0, record: int = 0,
-             horizon: float = HORIZON, check: bool = True, stop_decided: bool = True) -> Rollout:
+             horizon: float = HORIZON, check: bool = True, stop_decided: bool = True,
+             engine: str | None = None) -> Rollout:
     """Run one scene (plus an action's ``balls [m, 3]``) for ``horizon`` seconds; see the module docstring.
 
     ``friction``, ``elasticity`` are the shapes' coefficients (Chipmunk multiplies the two of a contact);
@@ -145,6 +233,9 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     A run without ``record`` also stops once the goal can no longer hold for :data:`HOLD` before the horizon
     (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller; ``stop_decided=False``
     runs it to the horizon or to rest (``steps`` as a recorded run would count them).
+    ``engine``: ``"c"`` runs the set-up and step loop in the compiled ``causalplay.envs._rollout`` (built at
+    install; :data:`ENGINE` says whether it is here), ``"python"`` the same Chipmunk calls from Python (the
+    reference; the same rollouts, tested equal), None the compiled loop where it is built.
     """
     import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
     from pymunk._chipmunk import ffi as _ffi
@@ -158,6 +249,15 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
             return Rollout(valid=False)
         scene = add_balls(scene, balls)
     dens = np.broadcast_to(np.asarray(density, dtype=np.float64), (len(scene),))
+    if engine not in (None, "c", "python"):
+        raise ValueError(f"engine must be 'c', 'python' or None (compiled where built), got {engine!r}")
+    compiled = _compiled() if engine != "python" else None
+    if engine == "c" and compiled is None:
+        raise RuntimeError("engine='c' asked for, but causalplay.envs._rollout was not built (a C compiler at "
+                           "install: pip install -e . rebuilds it); engine=None falls back to the Python loop")
+    if compiled is not None and len(scene) <= _C_MAX_BODIES:
+        return _simulate_c(compiled, scene, dens, float(friction), float(elasticity), float(gravity), float(noise),
+                           seed, record, horizon, stop_decided)
     space = pymunk.Space()  # the space and its collision handler through pymunk; bodies and shapes below are Chipmunk's
     space.gravity, space.iterations, space.sleep_time_threshold = (0.0, -gravity), 10, 0.3
     sp = space._space
@@ -177,7 +277,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
             _cp.cpBodySetAngle(bp, angle)
             ctype = 1 if role == GOAL else 2 if role == TARGET else 0
             own = [_cp.cpCircleShapeNew(bp, g, (0.0, 0.0)) if kind == 0 else
-                   _cp.cpPolyShapeNew(bp, len(g), g, _IDENTITY, 0.0) for kind, g in _local_shapes(row)]
+                   _cp.cpPolyShapeNew(bp, len(g), g, _IDENTITY, 0.0) for kind, g in _shapes_of(row)]
             for ptr in own:
                 shapes.append(ptr)
                 _cp.cpShapeSetFriction(ptr, friction)
