@@ -24,8 +24,20 @@ import torch
 from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, TIERS, action_set, task_keys
 
 from causalplay.agents.physics import POOL, outcomes
-from causalplay.agents.physics_resnet import train_curve
+from causalplay.agents.physics_resnet import solved_at_of_ranking, train_curve
 from causalplay.bench.plots import figure_axes, save_png
+from causalplay.core.metrics import auccess
+
+
+def mem_auccess(o: np.ndarray, templates: np.ndarray, held: np.ndarray) -> float:
+    """AUCCESS % on the held-out tasks of MEM's within-template ranking (``MemAgent``: actions by their success
+    rate on the template's training tasks, stable order), from the outcome table ``o [tasks, actions]``."""
+    solved = []
+    for t in np.flatnonzero(held):
+        train = ~held & (templates == templates[t])
+        order = np.argsort(-(o[train] == 1).mean(0), kind="stable")
+        solved.append(solved_at_of_ranking(order, o[t]))
+    return 100 * auccess(np.array(solved), 0, 100)
 
 
 def main() -> None:
@@ -60,8 +72,14 @@ def main() -> None:
                 a.steps, a.batch, a.res, a.width, a.lr, a.eval_every, a.device)
     curve = pd.read_csv(Path(a.out) / "curve.csv")
     print(curve.to_string(index=False))
+    mem = mem_auccess(o, np.array([t.template for t in pool]), held)
+    print(f"MEM's ranking (per-template success rates on the same training tasks) on the held-out tasks: "
+          f"AUCCESS {mem:.3f}")
+    (Path(a.out) / "mem.txt").write_text(f"{mem:.3f}\n")
     fig, ax = figure_axes(1, 1, figsize=(4.5, 3.2))
-    ax.plot(curve.attempts, curve.auccess, marker="o")
+    ax.plot(curve.attempts, curve.auccess, marker="o", label="ResNet-18 DQN")
+    ax.axhline(mem, color="gray", ls="--", label="MEM, same data")
+    ax.legend(loc="lower right")
     ax.set(xlabel="training attempts (task, action outcomes seen)", ylabel="held-out AUCCESS %",
            title=f"ResNet-18 DQN, tier {a.tier}, {a.res}x{a.res}, width {a.width}")
     png = save_png(fig, a.out, "curve", f"resnet_{a.tier}")

@@ -48,3 +48,21 @@ def test_train_curve_smoke(tmp_path):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA"):
             train_curve([t.scene for t in tasks], outcomes, acts, held, tmp_path / "d", device="cuda", **kw)
+
+
+def test_mem_reference_line_of_the_learning_curve_by_hand():
+    """analyses/physics_dqn_resnet.py's MEM line: per-template success rates on the training tasks, stable order.
+    Template 0 ranks actions 2, 0, 3, 1 (rates 1, .5, .5, 0) and its held-out task solves at the second valid
+    attempt (action 0 is invalid there); template 1 ranks 1, 3, 0, 2 and solves at the third. AUCCESS with PHYRE's
+    weights w_k = log(k + 1) - log(k), k = 1..100: (0.5 (log 3 - log 2) + (log 101 - log 3)) / log 101."""
+    import math
+
+    from analysis import load_analysis
+
+    mod = load_analysis("physics_dqn_resnet")
+    o = np.array([[1, 0, 1, -1], [0, 0, 1, 1], [-1, 0, 0, 1],
+                  [0, 1, 0, 0], [0, 1, 0, 1], [1, 0, 0, 0]], dtype=np.int8)
+    templates, held = np.array([0, 0, 0, 1, 1, 1]), np.array([False, False, True, False, False, True])
+    want = 100 * (0.5 * (math.log(3) - math.log(2)) + (math.log(101) - math.log(3))) / math.log(101)
+    assert mod.mem_auccess(o, templates, held) == pytest.approx(want, abs=1e-9)
+    assert want == pytest.approx(80.588, abs=1e-3)
