@@ -15,7 +15,7 @@ leaves the world or overlaps a body (or another of its balls) is **invalid** and
 Engine choice (``benchmarks/bench_physics.py``, 1,000 identical 3-s rollouts): pymunk 7.3 ran them faster than
 Box2D 2.3.10 and both were bit-for-bit deterministic across runs; pymunk's cffi calls cost less per step than
 the SWIG bindings, and Chipmunk's sleeping ends settled scenes early. A rollout's set-up and step loop run in C
-(``envs/_rollout.c``, compiled at install where a C compiler is found) with the same Chipmunk calls as the Python
+(``envs/physics_rollout.c``, compiled at install where a C compiler is found) with the same Chipmunk calls as the Python
 loop kept here as the reference (``engine="python"``); the two give equal rollouts, bit for bit.
 """
 
@@ -134,7 +134,7 @@ def _local_shapes(row: tuple) -> tuple:
     return tuple(out)
 
 
-#: Chipmunk's functions the compiled rollout calls, in the order of ``_rollout.c``'s ``Api`` struct
+#: Chipmunk's functions the compiled rollout calls, in the order of ``physics_rollout.c``'s ``Api`` struct
 _API_NAMES = ("cpSpaceNew", "cpSpaceFree", "cpSpaceSetGravity", "cpSpaceSetIterations", "cpSpaceSetSleepTimeThreshold",
               "cpSpaceAddCollisionHandler", "cpSpaceStep", "cpSpaceAddBody", "cpSpaceAddShape", "cpSpaceRemoveBody",
               "cpSpaceRemoveShape", "cpBodyNew", "cpBodyNewStatic", "cpBodyFree", "cpBodySetPosition",
@@ -142,7 +142,7 @@ _API_NAMES = ("cpSpaceNew", "cpSpaceFree", "cpSpaceSetGravity", "cpSpaceSetItera
               "cpBodyIsSleeping", "cpBodyGetSpace", "cpCircleShapeNew", "cpPolyShapeNew", "cpShapeFree",
               "cpShapeSetFriction", "cpShapeSetElasticity", "cpShapeSetCollisionType", "cpShapeSetDensity",
               "cpShapeGetSpace", "cpArbiterGetShapes")
-_C_MAX_BODIES = 64  # _rollout.c's fixed arrays (MAX_BODIES; at most 4 shapes a body, MAX_SHAPES 256)
+_C_MAX_BODIES = 64  # physics_rollout.c's fixed arrays (MAX_BODIES; at most 4 shapes a body, MAX_SHAPES 256)
 
 
 @lru_cache(maxsize=1)
@@ -150,24 +150,24 @@ def _compiled():
     """The compiled rollout module, given Chipmunk's function addresses; None where it was not built, or where
     the struct layouts it declares differ from pymunk's (another pymunk build), so the Python loop runs."""
     try:
-        from causalplay.envs import _rollout
+        from causalplay.envs import physics_rollout
     except ImportError:
         return None
     from pymunk._chipmunk import ffi, lib
 
-    lay = _rollout.layout()
+    lay = physics_rollout.layout()
     theirs = {"cpVect": ffi.sizeof("cpVect"), "cpTransform": ffi.sizeof("cpTransform"),
               "cpCollisionHandler": ffi.sizeof("cpCollisionHandler"),
               **{f: ffi.offsetof("cpCollisionHandler", f) for f in ("beginFunc", "separateFunc", "userData")}}
     if lay != theirs:
         import warnings
 
-        warnings.warn(f"causalplay.envs._rollout declares Chipmunk's structs as {lay}, this pymunk as {theirs}: "
-                      "physics rollouts run the (slower) Python loop", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"causalplay.envs.physics_rollout declares Chipmunk's structs as {lay}, this pymunk as "
+                      f"{theirs}: physics rollouts run the (slower) Python loop", RuntimeWarning, stacklevel=3)
         return None
-    _rollout.init(np.array([int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in _API_NAMES],
-                           dtype=np.uintp).tobytes())
-    return _rollout
+    physics_rollout.init(np.array([int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in _API_NAMES],
+                                 dtype=np.uintp).tobytes())
+    return physics_rollout
 
 
 def rollout_engine() -> str:
@@ -193,7 +193,7 @@ def _flat_box_shapes(row: tuple) -> tuple:
 
 
 def _flat_shapes(row: tuple) -> tuple:
-    """A row's shapes as ``_rollout.c`` reads them: 9 floats a shape, ``0, radius, 0 ...`` for a disc, ``1`` and
+    """A row's shapes as ``physics_rollout.c`` reads them: 9 floats a shape, ``0, radius, 0 ...`` for a disc, ``1`` and
     the 4 vertices for a box (:func:`_shapes_of`'s, in its order)."""
     return (0.0, row[3], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0) if row[0] == BALL else _flat_box_shapes(row)
 
@@ -233,7 +233,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     A run without ``record`` also stops once the goal can no longer hold for :data:`HOLD` before the horizon
     (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller; ``stop_decided=False``
     runs it to the horizon or to rest (``steps`` as a recorded run would count them).
-    ``engine``: ``"c"`` runs the set-up and step loop in the compiled ``causalplay.envs._rollout`` (built at
+    ``engine``: ``"c"`` runs the set-up and step loop in the compiled ``causalplay.envs.physics_rollout`` (built at
     install; :data:`ENGINE` says whether it is here), ``"python"`` the same Chipmunk calls from Python (the
     reference; the same rollouts, tested equal), None the compiled loop where it is built.
     """
@@ -253,7 +253,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
         raise ValueError(f"engine must be 'c', 'python' or None (compiled where built), got {engine!r}")
     compiled = _compiled() if engine != "python" else None
     if engine == "c" and compiled is None:
-        raise RuntimeError("engine='c' asked for, but causalplay.envs._rollout was not built (a C compiler at "
+        raise RuntimeError("engine='c' asked for, but causalplay.envs.physics_rollout was not built (a C compiler at "
                            "install: pip install -e . rebuilds it); engine=None falls back to the Python loop")
     if compiled is not None and len(scene) <= _C_MAX_BODIES:
         return _simulate_c(compiled, scene, dens, float(friction), float(elasticity), float(gravity), float(noise),

@@ -299,6 +299,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rollout", "physics_sim's rollout in C.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "physics_rollout", "physics_sim's rollout in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__rollout(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_physics_rollout(void) { return PyModule_Create(&module); }

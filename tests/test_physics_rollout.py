@@ -1,4 +1,4 @@
-"""The compiled rollout loop (envs/_rollout.c) against the Python loop of envs/physics_sim.py, rollout for rollout.
+"""The compiled rollout loop (envs/physics_rollout.c) against the Python loop of envs/physics_sim.py, one by one.
 
 The Python loop is the reference: both make the same Chipmunk calls in the same order, so every outcome, step count
 and recorded trajectory must be equal to the bit, with and without noise, recording and the early stop, on the
@@ -16,7 +16,7 @@ from causalplay.envs import physics_sim as ps
 from causalplay.envs.physics_sim import BALL, BAR, GOAL, OTHER, TARGET, W, simulate
 from causalplay.envs.physics_templates import make_task, to_balls
 
-pytestmark = pytest.mark.skipif(ps.rollout_engine() != "c", reason="causalplay.envs._rollout is not built here")
+pytestmark = pytest.mark.skipif(ps.rollout_engine() != "c", reason="causalplay.envs.physics_rollout is not built here")
 
 
 def same(a: ps.Rollout, b: ps.Rollout) -> bool:
@@ -98,5 +98,5 @@ def test_engine_is_checked_and_the_python_loop_is_the_fallback(monkeypatch):
     monkeypatch.setattr(ps, "_compiled", lambda: None)  # as where the module was not built
     assert ps.rollout_engine() == "python"
     assert same(simulate(scene, record=2, noise=0.1, seed=3), ref)
-    with pytest.raises(RuntimeError, match="engine='c' asked for, but causalplay.envs._rollout was not built"):
+    with pytest.raises(RuntimeError, match="engine='c' asked for, but causalplay.envs.physics_rollout was not built"):
         simulate(scene, engine="c")
