@@ -234,7 +234,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
     (fewer steps left than the hold still needs): ``solved`` is the same, ``steps`` smaller; ``stop_decided=False``
     runs it to the horizon or to rest (``steps`` as a recorded run would count them).
     ``engine``: ``"c"`` runs the set-up and step loop in the compiled ``causalplay.envs.physics_rollout`` (built at
-    install; :data:`ENGINE` says whether it is here), ``"python"`` the same Chipmunk calls from Python (the
+    install; :func:`rollout_engine` says whether it is here), ``"python"`` the same Chipmunk calls from Python (the
     reference; the same rollouts, tested equal), None the compiled loop where it is built.
     """
     import pymunk  # here, not at the top: the agents and tasks import this module without the physics extra
