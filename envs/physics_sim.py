@@ -21,6 +21,7 @@ loop kept here as the reference (``engine="python"``); the two give equal rollou
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -176,6 +177,11 @@ def rollout_engine() -> str:
     return "python" if _compiled() is None else "c"
 
 
+def _collision_type(role: float) -> int:
+    """A body's Chipmunk collision type: 1 goal body, 2 target, 0 any other (the goal handler watches 1-2 pairs)."""
+    return 1 if role == GOAL else 2 if role == TARGET else 0
+
+
 def _shapes_of(row: tuple) -> tuple:
     """:func:`_local_shapes` of a row; a ball's directly (its one disc, centred), since an action's balls are new
     rows in nearly every rollout and would only fill the cache."""
@@ -185,10 +191,10 @@ def _shapes_of(row: tuple) -> tuple:
 @lru_cache(maxsize=4096)
 def _flat_box_shapes(row: tuple) -> tuple:
     out = []
-    for kind, g in _local_shapes(row):
-        if kind == 1 and len(g) != 4:
-            raise ValueError(f"a box of row {row} has {len(g)} vertices; the compiled loop reads 4")
-        out += [0.0, g] + [0.0] * 7 if kind == 0 else [1.0] + [c for v in g for c in v]
+    for kind, g in _local_shapes(row):  # a bar's or jar's: boxes only
+        if kind != 1 or len(g) != 4:
+            raise ValueError(f"row {row} has a shape other than a 4-vertex box; the compiled loop reads boxes")
+        out += [1.0] + [c for v in g for c in v]
     return tuple(out)
 
 
@@ -202,13 +208,10 @@ def _simulate_c(mod, scene: np.ndarray, dens: np.ndarray, friction: float, elast
                 noise: float, seed: int, record: int, horizon: float, stop_decided: bool) -> Rollout:
     """:func:`simulate`'s rollout in the compiled loop: the same bodies, shapes, noise normals (drawn here, as many
     as the run could use, from the same stream) and steps as the Python path."""
-    from array import array
-
     rows, geom, n_dyn = [], [], 0
     for row, d in zip(map(tuple, scene.tolist()), dens.tolist(), strict=True):
         g = _flat_shapes(row)
-        rows += (row[1], row[2], row[5], row[6], 1.0 if row[7] == GOAL else 2.0 if row[7] == TARGET else 0.0, d,
-                 len(g) // 9)
+        rows += (row[1], row[2], row[5], row[6], _collision_type(row[7]), d, len(g) // 9)
         geom += g
         n_dyn += row[6] != 0
     n_steps, need = int(round(horizon / DT)), int(round(HOLD / DT))
@@ -275,7 +278,7 @@ def simulate(scene: np.ndarray, balls=None, *, friction: float = FRICTION, elast
             bodies.append(bp)
             _cp.cpBodySetPosition(bp, (x, y))
             _cp.cpBodySetAngle(bp, angle)
-            ctype = 1 if role == GOAL else 2 if role == TARGET else 0
+            ctype = _collision_type(role)
             own = [_cp.cpCircleShapeNew(bp, g, (0.0, 0.0)) if kind == 0 else
                    _cp.cpPolyShapeNew(bp, len(g), g, _IDENTITY, 0.0) for kind, g in _shapes_of(row)]
             for ptr in own:
