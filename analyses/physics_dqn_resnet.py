@@ -5,8 +5,9 @@ attempts. ``--n-actions 10000 --pool all`` trains on PHYRE's data (every task of
 actions; the outcomes are simulated once and cached, about 40 CPU minutes a tier).
 
     python analyses/physics_dqn_resnet.py --templates 0 2 10 --steps 60 --eval-every 20      # minutes on a CPU
-    python analyses/physics_dqn_resnet.py --tier B-v2 --n-actions 10000 --pool all --held-out 2 --steps 6000 \
-        --eval-every 1000 --cache runs/physics_full_b --out runs/physics_dqn_resnet_b_v2    # about an hour, one core
+    python analyses/physics_dqn_resnet.py --tier B-v2 --n-actions 10000 --pool all --held-out 2 --steps 30000 \
+        --batch 64 --eval-every 5000 --threads 1 --cache runs/physics_full_b --out runs/physics_dqn_resnet_b_v2
+        # docs/physics.md's run: about 45 minutes on one core
     python analyses/physics_dqn_resnet.py --device cuda --res 256 --width 64 --steps 20000 --batch 64   # PHYRE size
 
 Writes ``<out>/curve.csv`` (batches, attempts, loss, auccess), ``config.json`` and ``curve_resnet_<tier>.png``.
