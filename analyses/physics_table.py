@@ -49,6 +49,9 @@ class Config:
     executor: str = "process"
     workers: int = 2
     runs_dir: str = "runs"
+    # where tasks, outcome tables and trained networks are kept (None: the run's own folder); another run's folder
+    # lets a run score more agents on that run's tasks without simulating its outcome tables again
+    cache: str | None = None
     docs: bool = False  # copy the figures to docs/img
     smoke: bool = False  # start from SMOKE: a tiny run (what the test runs)
     # paired comparisons over folds for table.md, each "A/B" (two agent specs): mean A - B, its SE, folds where A is
@@ -165,10 +168,11 @@ def run(cfg: Config) -> pd.DataFrame:
     fam = PhysicsFamily()
     variants = [v for v in fam.variants(ENVS[cfg.tiers[0]]) if dict(v)["fold"] in cfg.folds
                 and dict(v)["setting"] in cfg.settings]
-    env_kwargs = {"cache": str(out), "n_tasks": cfg.n_tasks,
+    cache = Path(cfg.cache) if cfg.cache is not None else out
+    env_kwargs = {"cache": str(cache), "n_tasks": cfg.n_tasks,
                   **({"templates": list(cfg.templates)} if cfg.templates is not None else {})}
     with make_executor(cfg.executor, workers=cfg.workers) as ex:
-        prepare(cfg, out, ex)
+        prepare(cfg, cache, ex)
         rec = run_benchmark([ENVS[t] for t in cfg.tiers], list(cfg.agents), cfg.test_tasks, [cfg.seed], out,
                             executor=ex, env_kwargs=env_kwargs, variants=variants)
     per_fold = pd.DataFrame(fam.summarise(rec)).assign(tier=lambda d: d.env.map(tier_of))
@@ -192,8 +196,8 @@ def run(cfg: Config) -> pd.DataFrame:
     print(text)
     fam.plots(rec, out)
     tier, templates = cfg.tiers[0], cfg.templates or range(len(TEMPLATES))
-    contact_sheet([get_task(tier, f"{t:02d}:000", str(out)) for t in templates], out / "physics_templates.png")
-    rollout_gif(get_task(tier, f"{7 if 7 in templates else templates[0]:02d}:000", str(out)),  # chain_push_shelf:
+    contact_sheet([get_task(tier, f"{t:02d}:000", str(cache)) for t in templates], out / "physics_templates.png")
+    rollout_gif(get_task(tier, f"{7 if 7 in templates else templates[0]:02d}:000", str(cache)),  # chain_push_shelf:
                 out / "physics_rollout.gif")  # a two-collision solution
     if cfg.docs:
         for f in ("physics_templates.png", "physics_rollout.gif", "success_physics.png"):

@@ -83,7 +83,7 @@ def test_dqn_trains_on_and_ranks_its_own_action_set(cache):
     train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
     ag = DqnAgent(seed=0, steps=3, n_actions=N)
     ag.train(TIER, train, "within", cache)
-    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s0-a{N}")]
+    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s0-a{N}-n3")]
     assert len(folder) == 1
     cfg = json.loads((folder[0] / "config.json").read_text())
     assert cfg["n_actions"] == N and cfg["positives"] == int((brute_force(train, cache, N)[1] == 1).sum())
@@ -91,7 +91,7 @@ def test_dqn_trains_on_and_ranks_its_own_action_set(cache):
     ag.reset(batch.info(), batch.reset())
     assert all(sorted(r.tolist()) == list(range(N)) for r in ag.rank)
     DqnAgent(seed=0, steps=3).train(TIER, train, "within", cache)
-    assert sum(p.name.endswith("-s0") for p in (Path(cache) / "dqn").iterdir()) == 1
+    assert sum(p.name.endswith("-s0-n3") for p in (Path(cache) / "dqn").iterdir()) == 1
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10000"])
@@ -114,7 +114,7 @@ def test_dqn_on_every_training_task_has_its_own_network(cache):
     ag = make_agent(f"dqn:steps=2:n_actions={N}:pool=None", seed=1, family="physics")
     assert ag.pool is None
     ag.train(TIER, train, "within", cache)
-    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s1-a{N}-pall")]
+    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s1-a{N}-pall-n2")]
     cfg = json.loads((folder[0] / "config.json").read_text())
     _, table = brute_force(train, cache, N, None)
     assert cfg["pool"] is None and cfg["tasks"] == len(train) > 3 * POOL
@@ -128,11 +128,12 @@ def test_brute_force_treats_a_rejected_action_as_invalid(cache):
     np.testing.assert_array_equal(direct, invalid(scene, balls))
 
 
-@pytest.mark.parametrize("replay", [0, 8])
-def test_dqn_o_online_step_is_the_test_loss_plus_the_replayed_training_loss(cache, replay):
+@pytest.mark.parametrize("replay, arch", [(0, "cnn"), (8, "cnn"), (8, "resnet")])
+def test_dqn_o_online_step_is_the_test_loss_plus_the_replayed_training_loss(cache, replay, arch):
     """One online update of DQN-O, rebuilt by hand on a copy of the network: cross-entropy of the task's attempts
     (image trunk fixed), plus with replay > 0 that of ``replay`` training examples, half solving and half failing,
-    drawn from the agent's replay stream; one Adam step at lr_online gives the same weights."""
+    drawn from the agent's replay stream; one Adam step at lr_online gives the same weights. The copy stays in eval
+    mode, so for the ResNet the batch norms' running statistics must also be left as trained."""
     import copy
 
     import torch
@@ -141,7 +142,8 @@ def test_dqn_o_online_step_is_the_test_loss_plus_the_replayed_training_loss(cach
     from causalplay.agents.physics_dqn import DqnOAgent, images
 
     train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
-    ag = DqnOAgent(seed=0, steps=2, n_actions=N, updates=1, replay=replay)
+    ag = DqnOAgent(seed=0, steps=2, n_actions=N, updates=1, replay=replay, arch=arch,
+                   **({"width": 4} if arch == "resnet" else {}))
     ag.train(TIER, train, "within", cache)
     batch = PhysicsBatch([get_task(TIER, test[0], cache)], TIER)
     ag.reset(batch.info(), batch.reset())
@@ -180,3 +182,41 @@ def test_bad_replay_sizes_are_refused_by_name(bad):
         DqnOAgent(replay=bad)
     with pytest.raises(ValueError, match="replay=64 mixes training examples into online updates, which dqn does not"):
         make_agent("dqn:replay=64", family="physics")
+
+
+def test_dqn_with_the_resnet_trains_it_in_a_folder_of_its_own(cache):
+    """``dqn:arch=resnet`` trains :class:`ResNetFilm` (its state dict has ResNet-18's layout: the stem, three
+    stages and the last one, batch norms included) for ``steps`` batches on the same positives as the CNN, in a
+    folder named by arch, width and steps, and ranks all N actions; a second agent reads the saved network."""
+    import torch
+
+    from causalplay.agents.physics_resnet import ResNetFilm
+
+    train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = make_agent(f"dqn:arch=resnet:width=4:steps=2:n_actions={N}", seed=0, family="physics")
+    ag.train(TIER, train, "within", cache)
+    assert isinstance(ag.net, ResNetFilm) and not ag.net.training
+    folder = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s0-a{N}-resnet4-n2")]
+    assert len(folder) == 1
+    cfg = json.loads((folder[0] / "config.json").read_text())
+    assert (cfg["arch"], cfg["width"], cfg["steps"], cfg["lr"]) == ("resnet", 4, 2, 1e-3)
+    assert cfg["positives"] == int((brute_force(train, cache, N)[1] == 1).sum())
+    assert ag.net.stem[0].weight.shape == (4, 7, 7, 7) and ag.net.last[0].c1.weight.shape == (32, 16, 3, 3)
+    batch = PhysicsBatch([get_task(TIER, k, cache) for k in test[:2]], TIER)
+    ag.reset(batch.info(), batch.reset())
+    assert all(sorted(r.tolist()) == list(range(N)) for r in ag.rank)
+    again = DqnAgent(seed=0, steps=2, n_actions=N, arch="resnet", width=4)
+    again.train(TIER, train, "within", cache)
+    for k, v in ag.net.state_dict().items():
+        assert torch.equal(v, again.net.state_dict()[k])
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"arch": "resnet18"}, r"arch must be one of \['cnn', 'resnet'\].*got 'resnet18'"),
+    ({"arch": "resnet", "width": 0}, r"width must be an integer >= 1.*got 0"),
+    ({"width": 8}, r"width=8 sets the ResNet's channels; it needs arch='resnet'"),
+    ({"steps": 0}, r"steps must be an integer >= 1.*got 0"),
+])
+def test_bad_dqn_networks_are_refused_by_name(kw, message):
+    with pytest.raises(ValueError, match=message):
+        DqnAgent(**kw)

@@ -7,7 +7,9 @@ bias per channel (FiLM) applied before the last convolution block; global averag
 Training: cross-entropy on batches with equal numbers of solving and failing attempts, Adam, the learning rate
 annealed to 0 on a half cosine. PHYRE's DQN trains a ResNet-18 on 100,000 attempts per task; this one trains on
 the training pool's outcomes (:func:`causalplay.agents.physics.outcomes`: 6 tasks per template x the ranked set's
-500 actions, or ``n_actions``: PHYRE ranks 10,000) for ``steps`` batches of 64.
+500 actions, or ``n_actions``: PHYRE ranks 10,000) for ``steps`` batches of 64. ``arch="resnet"`` swaps the small
+CNN for PHYRE's architecture family, :class:`~causalplay.agents.physics_resnet.ResNetFilm` (ResNet-18's layout,
+``width`` channels in its first stage), trained the same way.
 """
 
 from __future__ import annotations
@@ -25,10 +27,15 @@ from causalplay.envs.physics_sim import render
 from causalplay.envs.physics_templates import ACTIONS, TIERS, action_set
 
 from .physics import POOL, MemAgent, PhysicsAgent, outcomes
+from .physics_resnet import ResNetFilm
 
-__all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images"]
+__all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images", "ARCHS"]
 
 RES = 64
+STEPS = 300
+#: the networks :func:`train_dqn` trains, each with its learning rate (the ResNet's is the one its learning curve,
+#: ``analyses/physics_dqn_resnet.py``, was measured with)
+ARCHS = {"cnn": 3e-3, "resnet": 1e-3}
 
 
 def images(scenes) -> torch.Tensor:
@@ -61,17 +68,26 @@ class PhysicsNet(nn.Module):
         return self.head(self.trunk(img), action)
 
 
-def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300, batch: int = 64,
-              lr: float = 3e-3, cache: str = "runs/physics", n_actions: int = ACTIONS,
-              pool: int | None = POOL) -> PhysicsNet:
+def _network(arch: str, m: int, width: int) -> nn.Module:
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {sorted(ARCHS)}, got {arch!r}")
+    return PhysicsNet(m) if arch == "cnn" else ResNetFilm(m, width)
+
+
+def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = STEPS, batch: int = 64,
+              lr: float | None = None, cache: str = "runs/physics", n_actions: int = ACTIONS,
+              pool: int | None = POOL, arch: str = "cnn", width: int = 16) -> nn.Module:
     """Train on the outcomes of the training pool (``keys`` with task index below ``pool``; ``None``: all of
     ``keys``) on the tier's first ``n_actions`` fixed actions; writes ``out/config.json`` and ``out/model.pt``
     (atomically: workers training the same network at once never read half a file), read instead of retrained when
-    present. ``seed`` fixes the initial weights and the batches; the caller's torch generator is left as it was."""
+    present. ``arch`` is ``"cnn"`` (:class:`PhysicsNet`) or ``"resnet"`` (:class:`ResNetFilm` with ``width``);
+    ``lr`` defaults to the arch's entry in :data:`ARCHS`. ``seed`` fixes the initial weights and the batches; the
+    caller's torch generator is left as it was."""
     out = Path(out)
+    lr = ARCHS[arch] if lr is None and arch in ARCHS else lr
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = PhysicsNet(TIERS[tier])
+        net = _network(arch, TIERS[tier], width)
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
@@ -94,7 +110,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"tier": tier, "seed": seed, "steps": steps, "batch": batch,
                                                  "lr": lr, "tasks": len(tasks), "n_actions": n_actions,
-                                                 "pool": pool,
+                                                 "pool": pool, "arch": arch,
+                                                 **({"width": width} if arch == "resnet" else {}),
                                                  "positives": int(len(pos)),
                                                  "final_loss": loss.item() if len(pos) and len(neg) else None}))
     tmp = out / f".model.{os.getpid()}.tmp"
@@ -106,7 +123,8 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = 300,
 class DqnAgent(MemAgent):
     """DQN: ranks the fixed action set (its first ``n_actions``, on whose outcomes on the training pool -- the
     training tasks with task index below ``pool``, or all with ``pool=None`` -- the network is trained) by the
-    network's score for the test task's initial image.
+    network's score for the test task's initial image. The network is the small CNN (``arch="cnn"``, trained for
+    ``steps`` batches of 64) or PHYRE's ResNet-18 family (``arch="resnet"``, first-stage channels ``width``).
 
     Knows: the training tasks and the simulator (training only: the network is fit to simulated attempts);
     at test time only the initial image (rendered from the observation's object list).
@@ -114,9 +132,21 @@ class DqnAgent(MemAgent):
 
     name = "dqn"
 
-    def __init__(self, seed: int = 0, steps: int = 300, updates: int = 10, lr_online: float = 1e-3,
-                 n_actions: int = ACTIONS, pool: int | None = POOL, replay: int = 0):
+    def __init__(self, seed: int = 0, steps: int = STEPS, updates: int = 10, lr_online: float = 1e-3,
+                 n_actions: int = ACTIONS, pool: int | None = POOL, replay: int = 0, arch: str = "cnn",
+                 width: int = 16):
         super().__init__(seed, n_actions=n_actions, pool=pool)
+        if arch not in ARCHS:
+            raise ValueError(f"{self.name}'s arch must be one of {sorted(ARCHS)} (the small CNN or PHYRE's ResNet-18 "
+                             f"family), got {arch!r}")
+        if isinstance(width, bool) or not isinstance(width, int | np.integer) or width < 1:
+            raise ValueError(f"{self.name}'s width must be an integer >= 1 (the ResNet's first-stage channels), "
+                             f"got {width!r}")
+        if arch == "cnn" and width != 16:
+            raise ValueError(f"{self.name}'s width={width!r} sets the ResNet's channels; it needs arch='resnet'")
+        if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+            raise ValueError(f"{self.name}'s steps must be an integer >= 1 (training batches), got {steps!r}")
+        self.arch, self.width = arch, int(width)
         if isinstance(replay, bool) or not isinstance(replay, int | np.integer) or replay < 0 or replay % 2:
             raise ValueError(f"{self.name}'s replay must be an even integer >= 0 (training examples, half solving and "
                              f"half failing, in each online update; 0: none), got {replay!r}")
@@ -129,11 +159,13 @@ class DqnAgent(MemAgent):
         PhysicsAgent.train(self, tier, keys, setting, cache)
         self.actions = action_set(tier, self.n_actions)
         digest = hashlib.sha256(",".join(sorted(keys)).encode()).hexdigest()[:12]
-        # the default networks (500 actions, pool 6) keep their path
+        # the default networks (small CNN, 300 batches, 500 actions, pool 6) keep their path
         size = ("" if self.n_actions == ACTIONS else f"-a{self.n_actions}") + (
-            "" if self.pool == POOL else f"-p{'all' if self.pool is None else self.pool}")
+            "" if self.pool == POOL else f"-p{'all' if self.pool is None else self.pool}") + (
+            "" if self.arch == "cnn" else f"-resnet{self.width}") + ("" if self.steps == STEPS else f"-n{self.steps}")
         self.net = train_dqn(tier, keys, Path(cache) / "dqn" / f"{tier}-{digest}-s{self.seed}{size}", self.seed,
-                             self.steps, cache=cache, n_actions=self.n_actions, pool=self.pool)
+                             self.steps, cache=cache, n_actions=self.n_actions, pool=self.pool, arch=self.arch,
+                             width=self.width)
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
@@ -160,7 +192,8 @@ class DqnAgent(MemAgent):
             y = torch.tensor([float(s) for _, s in tried])
             with torch.no_grad():  # online steps adapt the fusion and head; the image trunk stays as trained
                 feat = self.net.trunk(self.imgs[b:b + 1]).expand(len(idx), -1, -1, -1)
-            self.net.train()
+            # the network stays in eval mode: the ResNet's batch norms keep their training statistics (one task's
+            # attempts share one image, so batch statistics would be one scene's); the CNN has no such layers
             for _ in range(self.updates):
                 loss = nn.functional.binary_cross_entropy_with_logits(self.net.head(feat, self.acts_t[idx]), y)
                 if self.replay and len(self.train_pos) and len(self.train_neg):
@@ -168,7 +201,6 @@ class DqnAgent(MemAgent):
                 self.opt.zero_grad()
                 loss.backward()
                 self.opt.step()
-            self.net.eval()
 
     def _replay_loss(self) -> torch.Tensor:
         """Cross-entropy on ``replay`` training examples, half solving and half failing (as in training)."""
