@@ -27,6 +27,17 @@ def test_physics_table_smoke(tmp_path):
         assert (out / f).stat().st_size > 1000
     again = mod.run(cfg)  # every shard is on disk and verifies: nothing reruns, same summary
     pd.testing.assert_frame_equal(summary, again)
+    # a run with cache= scores agents on the first run's tasks and outcomes: none made in its own folder, the same
+    # plays as the first run's
+    other = dataclasses.replace(cfg, name="physics_smoke_cached", cache=str(out), agents=("mem",),
+                                settings=("within",))
+    mod.run(other)
+    made = sorted(p.name for p in (tmp_path / other.name).iterdir())
+    assert not [m for m in made if m.startswith(("outcomes-", "tasks", "dqn"))], made
+    cols = ["fold", "setting", "key", "solved_at", "attempts", "invalid"]
+    mine = pd.read_csv(tmp_path / other.name / "episodes.csv")[cols].sort_values("key").reset_index(drop=True)
+    first = rec[(rec.agent == "mem") & (rec.setting == "within")][cols].sort_values("key").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, first)
 
 
 def test_prepare_makes_the_outcomes_of_every_action_set_asked_for(tmp_path):
