@@ -92,6 +92,10 @@ def test_dqn_trains_on_and_ranks_its_own_action_set(cache):
     assert all(sorted(r.tolist()) == list(range(N)) for r in ag.rank)
     DqnAgent(seed=0, steps=3).train(TIER, train, "within", cache)
     assert sum(p.name.endswith("-s0-n3") for p in (Path(cache) / "dqn").iterdir()) == 1
+    # another training length is another network (it once read the cached one of the same fold)
+    DqnAgent(seed=0, steps=4, n_actions=N).train(TIER, train, "within", cache)
+    longer = [p for p in (Path(cache) / "dqn").iterdir() if p.name.endswith(f"-s0-a{N}-n4")]
+    assert len(longer) == 1 and json.loads((longer[0] / "config.json").read_text())["steps"] == 4
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10000"])
