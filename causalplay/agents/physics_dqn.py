@@ -23,11 +23,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from causalplay.envs.physics_sim import render
 from causalplay.envs.physics_templates import ACTIONS, TIERS, action_set
 
 from .physics import POOL, MemAgent, PhysicsAgent, outcomes
-from .physics_resnet import ResNetFilm
+from .physics_resnet import ResNetFilm, scene_images
 
 __all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images", "ARCHS"]
 
@@ -39,9 +38,8 @@ ARCHS = {"cnn": 3e-3, "resnet": 1e-3}
 
 
 def images(scenes) -> torch.Tensor:
-    """Scenes as one-hot float images ``[n, 7, RES, RES]``."""
-    idx = torch.from_numpy(np.stack([render(s, res=RES) for s in scenes]).astype(np.int64))
-    return nn.functional.one_hot(idx, 7).permute(0, 3, 1, 2).float()
+    """Scenes as one-hot float images ``[n, 7, RES, RES]`` (:func:`scene_images` at the DQN's resolution)."""
+    return scene_images(scenes, RES)
 
 
 class PhysicsNet(nn.Module):
@@ -84,10 +82,10 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = STEP
     ``lr`` defaults to the arch's entry in :data:`ARCHS`. ``seed`` fixes the initial weights and the batches; the
     caller's torch generator is left as it was."""
     out = Path(out)
-    lr = ARCHS[arch] if lr is None and arch in ARCHS else lr
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = _network(arch, TIERS[tier], width)
+    lr = ARCHS[arch] if lr is None else lr
     if (out / "model.pt").exists():
         net.load_state_dict(torch.load(out / "model.pt"))
         return net.eval()
