@@ -11,6 +11,10 @@ figures (``--docs`` copies them to ``docs/img/physics_*``). A rerun reuses every
     python analyses/physics_table.py --name physics_full --n-tasks 100 --test-tasks 200   # PHYRE's task counts
     python analyses/physics_table.py --smoke                # a minute; what the test runs
 
+``--stage dev`` tunes instead: each agent trains on a fold's train split alone and plays its dev split, and
+``tuned.md`` names the agent spec with the highest mean AUCCESS per tier and setting (PHYRE's procedure; the test
+split is never seen). A ``--stage test`` run of that spec then trains on train + dev.
+
 Every option is a field of :class:`Config` (``--help``; lists are space-separated: ``--folds 0 1 --agents random mem``).
 """
 
@@ -57,6 +61,8 @@ class Config:
     # paired comparisons over folds for table.md, each "A/B" (two agent specs): mean A - B, its SE, folds where A is
     # ahead, Wilcoxon p; ssup against each DQN-O spec is always there
     pairs: tuple[str, ...] = ()
+    # "test": train on train + dev, play test (the table); "dev": train on train, play dev (tuning; writes tuned.md)
+    stage: str = "test"
 
 
 SMOKE = Config(name="physics_smoke", tiers=("B-v2",),
@@ -91,7 +97,8 @@ def table(summary: pd.DataFrame, cfg: Config) -> str:
     """Markdown: AUCCESS mean ± SD over folds per agent (rows) and tier/setting (columns), paper beside
     (``summary``: :meth:`PhysicsFamily.table <causalplay.bench.physics.PhysicsFamily.table>` with a tier column)."""
     cols = [(t, s) for t in cfg.tiers for s in cfg.settings]
-    head = "| agent | " + " | ".join(f"{t} {s} (ours)" for t, s in cols) + " | " + " | ".join(
+    ours = "ours" if cfg.stage == "test" else "ours, dev split"
+    head = "| agent | " + " | ".join(f"{t} {s} ({ours})" for t, s in cols) + " | " + " | ".join(
         f"{t.split('-')[0]} {s} (PHYRE)" for t, s in cols) + " |"
     lines = [head, "|" + "---|" * (1 + 2 * len(cols))]
     for a in cfg.agents:
@@ -122,6 +129,26 @@ def paired(per_fold: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
         rows.append({"tier": t, "setting": s, "a": a, "b": b, "folds": len(d), "diff": d.mean(),
                      "se": d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan"),
                      "ahead": int((d > 0).sum()), "p": wilcoxon(both[a].to_numpy(), both[b].to_numpy())[1]})
+    return pd.DataFrame(rows)
+
+
+def tuned(per_fold: pd.DataFrame, agents) -> pd.DataFrame:
+    """Per (tier, setting): the agent spec with the highest mean AUCCESS over folds (``per_fold``: one AUCCESS per
+    tier, setting, agent and fold; a tie goes to the spec listed first in ``agents``, never to float noise: means are
+    compared to 1e-9), with its mean and SE over folds, and the runner-up's paired difference."""
+    rows = []
+    for (t, s), g in per_fold.groupby(["tier", "setting"]):
+        per = g.pivot(index="fold", columns="agent", values="auccess")
+        order = [a for a in agents if a in per]
+        mean = per[order].mean()
+        best = next(a for a in order if mean[a] >= mean.max() - 1e-9)
+        rest = [a for a in order if a != best]
+        second = max(rest, key=lambda a: (mean[a], -rest.index(a))) if rest else None
+        d = (per[best] - per[second]) if second else None
+        rows.append({"tier": t, "setting": s, "best": best, "auccess": mean[best],
+                     "se": per[best].std(ddof=1) / np.sqrt(len(per)) if len(per) > 1 else float("nan"),
+                     "folds": len(per), "second": second, "lead": d.mean() if second else float("nan"),
+                     "lead_se": d.std(ddof=1) / np.sqrt(len(d)) if second and len(d) > 1 else float("nan")})
     return pd.DataFrame(rows)
 
 
@@ -159,9 +186,11 @@ def run(cfg: Config) -> pd.DataFrame:
 
     from causalplay.bench.executors import make_executor
     from causalplay.bench.metrics import wilcoxon
-    from causalplay.bench.physics import PhysicsFamily, tier_of
+    from causalplay.bench.physics import STAGES, PhysicsFamily, tier_of
     from causalplay.bench.runner import run_benchmark
 
+    if cfg.stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
     out = Path(cfg.runs_dir) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
@@ -170,7 +199,8 @@ def run(cfg: Config) -> pd.DataFrame:
                 and dict(v)["setting"] in cfg.settings]
     cache = Path(cfg.cache) if cfg.cache is not None else out
     env_kwargs = {"cache": str(cache), "n_tasks": cfg.n_tasks,
-                  **({"templates": list(cfg.templates)} if cfg.templates is not None else {})}
+                  **({"templates": list(cfg.templates)} if cfg.templates is not None else {}),
+                  **({"stage": cfg.stage} if cfg.stage != "test" else {})}  # test runs keep their shards' manifests
     with make_executor(cfg.executor, workers=cfg.workers) as ex:
         prepare(cfg, cache, ex)
         rec = run_benchmark([ENVS[t] for t in cfg.tiers], list(cfg.agents), cfg.test_tasks, [cfg.seed], out,
@@ -194,6 +224,15 @@ def run(cfg: Config) -> pd.DataFrame:
     text = table(summary, cfg) + "\n" + "\n".join(notes) + "\n"
     (out / "table.md").write_text(text)
     print(text)
+    if cfg.stage == "dev":
+        best = tuned(per_fold, cfg.agents)
+        best.to_csv(out / "tuned.csv", index=False)
+        lines = [f"- {r.tier} {r.setting}: `{r.best}` ({r.auccess:.1f} ± {r.se:.1f} SE over {r.folds} folds)"
+                 + (f", {r.lead:+.1f} (SE {r.lead_se:.1f}) ahead of `{r.second}`" if r.second else "")
+                 for r in best.itertuples()]
+        text = "Best on the dev split (mean AUCCESS over folds):\n\n" + "\n".join(lines) + "\n"
+        (out / "tuned.md").write_text(text)
+        print(text)
     fam.plots(rec, out)
     tier, templates = cfg.tiers[0], cfg.templates or range(len(TEMPLATES))
     contact_sheet([get_task(tier, f"{t:02d}:000", str(cache)) for t in templates], out / "physics_templates.png")

@@ -224,3 +224,27 @@ def test_dqn_with_the_resnet_trains_it_in_a_folder_of_its_own(cache):
 def test_bad_dqn_networks_are_refused_by_name(kw, message):
     with pytest.raises(ValueError, match=message):
         DqnAgent(**kw)
+
+
+def test_dqn_o_with_no_updates_leaves_its_network_as_trained_and_bad_settings_are_refused(cache):
+    """updates=0 (the offline point of PHYRE's tuning grid): finishing a task with attempts changes no weight, so
+    DQN-O plays as DQN; updates and lr_online are checked by name."""
+    import torch
+
+    from causalplay.agents.physics_dqn import DqnOAgent
+
+    train, test = fold_tasks(TIER, 0, "within", **UNIVERSE)
+    ag = DqnOAgent(seed=0, steps=2, n_actions=N, updates=0, replay=4)
+    ag.train(TIER, train, "within", cache)
+    batch = PhysicsBatch([get_task(TIER, test[0], cache)], TIER)
+    ag.reset(batch.info(), batch.reset())
+    ag.done_idx = [[(3, False), (7, True)]]
+    before = {k: v.clone() for k, v in ag.net.state_dict().items()}
+    ag.finish()
+    assert all(torch.equal(before[k], v) for k, v in ag.net.state_dict().items())
+    for bad, match in (({"updates": -1}, "updates must be an integer >= 0"), ({"updates": 1.5}, "got 1.5"),
+                       ({"updates": True}, "got True"), ({"lr_online": 0}, "lr_online must be a number > 0"),
+                       ({"lr_online": "x"}, "got 'x'"), ({"lr_online": float("nan")}, "got nan")):
+        with pytest.raises(ValueError, match=match):
+            DqnOAgent(**bad)
+

@@ -162,6 +162,49 @@ def test_runner_resumes_matches_direct_play_and_a_process_pool(cache, tmp_path):
     pd.testing.assert_frame_equal(_strip(a), _strip(run("p", "process", {**kw, "cache": str(own)})))
 
 
+def test_dev_stage_trains_on_train_alone_and_plays_the_dev_split(cache, monkeypatch):
+    """stage="dev" (PHYRE tunes hyperparameters so): the agent is trained on the fold's train split alone and plays
+    its dev split; each key's split worked out by task_split, and the plays equal a direct play of MEM trained on
+    those keys. The test stage trains on train + dev."""
+    from causalplay.envs.physics_templates import task_keys, task_split
+
+    from causalplay.agents.physics import MemAgent
+
+    keys = task_keys(UNIVERSE["templates"], UNIVERSE["n_tasks"])
+    want = {s: sorted(k for k in keys if task_split(TIER, k, 2, "within") == s) for s in ("train", "dev", "test")}
+    assert len(want["dev"]) == 5
+    trained, played = fold_tasks(TIER, 2, "within", **UNIVERSE, stage="dev")
+    assert sorted(trained) == want["train"] and sorted(played) == want["dev"]
+    assert sorted(fold_tasks(TIER, 2, "within", **UNIVERSE)[0]) == sorted(want["train"] + want["dev"])
+    for fold in range(10):  # cross-template: whole templates develop; every template's first 2 tasks
+        every = task_keys(None, 2)
+        trained, played = fold_tasks(TIER, fold, "cross", n_tasks=2, stage="dev")
+        assert sorted(played) == sorted(k for k in every if task_split(TIER, k, fold, "cross") == "dev") != []
+        assert sorted(trained) == sorted(k for k in every if task_split(TIER, k, fold, "cross") == "train")
+    seen, real = [], MemAgent.train
+
+    def recording(self, tier, keys, *args, **kw):
+        seen.append(sorted(keys))
+        return real(self, tier, keys, *args, **kw)
+
+    monkeypatch.setattr(MemAgent, "train", recording)
+    kw = {"fold": 2, "setting": "within", "cache": cache, "stage": "dev", **UNIVERSE}
+    rec = PhysicsFamily().episodes(ENV, "mem", 5, seed=0, env_kwargs=kw)
+    assert seen == [want["train"]] and sorted(rec.key) == want["dev"]
+    ag = make_agent("mem", seed=0, family="physics")
+    ag.train(TIER, want["train"], "within", cache)
+    direct = play(PhysicsBatch([get_task(TIER, k, cache) for k in want["dev"]], TIER), ag)
+    got = rec.set_index("key").loc[want["dev"]]
+    for col in ("solved_at", "attempts", "invalid"):
+        assert got[col].tolist() == direct[col].tolist(), col
+    with pytest.raises(ValueError, match="ask for fewer"):
+        PhysicsFamily().episodes(ENV, "mem", 6, seed=0, env_kwargs=kw)
+    with pytest.raises(ValueError, match=r"stage must be one of \('test', 'dev'\).*got 'val'"):
+        fold_tasks(TIER, 2, "within", **UNIVERSE, stage="val")
+    with pytest.raises(ValueError, match=r"PhysicsB-v2's stage must be one of .*got 'val'"):
+        PhysicsFamily().check_env(ENV, {"stage": "val"})
+
+
 def test_agent_specs_are_checked():
     assert make_agent("ssup:n_cand=4", family="physics").n_cand == 4
     assert make_agent("dqn-o:updates=3", family="physics").online

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 from analysis import load_analysis
 
+from causalplay.bench.physics import fold_tasks
+
 
 def test_physics_table_smoke(tmp_path):
     mod = load_analysis("physics_table")
@@ -38,6 +40,18 @@ def test_physics_table_smoke(tmp_path):
     mine = pd.read_csv(tmp_path / other.name / "episodes.csv")[cols].sort_values("key").reset_index(drop=True)
     first = rec[(rec.agent == "mem") & (rec.setting == "within")][cols].sort_values("key").reset_index(drop=True)
     pd.testing.assert_frame_equal(mine, first)
+    # the dev stage (tuning): trained on train alone, the dev split played, tuned.md names the best spec by mean
+    dev = dataclasses.replace(other, name="physics_smoke_dev", stage="dev", agents=("random", "mem"))
+    mod.run(dev)
+    rec = pd.read_csv(tmp_path / dev.name / "episodes.csv")
+    played = fold_tasks("B-v2", 0, "within", cfg.templates, cfg.n_tasks, "dev")[1]
+    assert sorted(set(rec.key)) == sorted(played[:cfg.test_tasks])
+    best = pd.read_csv(tmp_path / dev.name / "tuned.csv").iloc[0]
+    auc = pd.read_csv(tmp_path / dev.name / "summary.csv").set_index("agent").auccess
+    assert best.best == auc.idxmax() and best.auccess == auc.max()
+    assert f"B-v2 within: `{best.best}` ({best.auccess:.1f}" in (tmp_path / dev.name / "tuned.md").read_text()
+    with pytest.raises(ValueError, match="stage must be one of"):
+        mod.run(dataclasses.replace(dev, stage="val"))
 
 
 def test_prepare_makes_the_outcomes_of_every_action_set_asked_for(tmp_path):
@@ -73,3 +87,22 @@ def test_paired_comparison_matches_hand_values():
     assert abs(r.p - 0.25) < 1e-12
     with pytest.raises(ValueError, match=r"pair x/z: no AUCCESS for \['z'\]"):
         mod.paired(per, "x", "z")
+
+
+def test_tuned_picks_the_best_mean_and_gives_ties_to_the_spec_listed_first():
+    """Three folds: a = (10, 20, 30) and b = (12, 21, 27) both average 20, c = (5, 5, 5). The tie goes to whichever
+    of a and b is listed first; a's lead over b is (-2, -1, 3): mean 0, SE sd / sqrt(3) = 2.6458 / 1.7321 = 1.5275.
+    Means that differ only by float rounding (0.1, 0.2, 0.3 summed in two orders) count as a tie too."""
+    mod = load_analysis("physics_table")
+    per = pd.DataFrame({"tier": "B-v2", "setting": "within", "fold": [0, 1, 2] * 3, "agent": list("aaabbbccc"),
+                        "auccess": [10.0, 20.0, 30.0, 12.0, 21.0, 27.0, 5.0, 5.0, 5.0]})
+    r = mod.tuned(per, ["a", "b", "c"]).iloc[0]
+    assert (r.best, r.second, r.folds) == ("a", "b", 3) and r.auccess == 20.0 and abs(r.se - 10 / np.sqrt(3)) < 1e-12
+    assert abs(r.lead) < 1e-12 and abs(r.lead_se - 1.5275) < 1e-4
+    assert mod.tuned(per, ["c", "b", "a"]).iloc[0][["best", "second"]].tolist() == ["b", "a"]
+    noisy = pd.DataFrame({"tier": "B-v2", "setting": "within", "fold": [0, 1, 2] * 2, "agent": list("xxxyyy"),
+                          "auccess": [0.1, 0.2, 0.3, 0.3, 0.2, 0.1]})
+    means = noisy.pivot(index="fold", columns="agent", values="auccess").mean()  # as tuned() averages
+    assert means.x != means.y  # they differ in the last bit
+    for order in (["x", "y"], ["y", "x"]):
+        assert mod.tuned(noisy, order).iloc[0].best == order[0]

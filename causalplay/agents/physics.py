@@ -80,8 +80,8 @@ class PhysicsAgent(Agent):
         self.rng = np.random.default_rng([seed, 7919])
 
     def train(self, tier: str, keys: list[str], setting: str, cache: str | Path = "runs/physics") -> None:
-        """Learn from a fold's training tasks ``keys`` (train + dev) before its test tasks in ``setting`` ("within"
-        or "cross" template); simulated outcomes are cached in ``cache``."""
+        """Learn from a fold's training tasks ``keys`` (train + dev; train alone when tuning on dev) before the tasks
+        it plays in ``setting`` ("within" or "cross" template); simulated outcomes are cached in ``cache``."""
         if tier not in TIERS or setting not in ("within", "cross"):
             raise ValueError(f"need a tier in {list(TIERS)} and setting 'within' or 'cross', got {tier!r}, "
                              f"{setting!r}")

@@ -151,7 +151,13 @@ class DqnAgent(MemAgent):
         if replay and not self.online:
             raise ValueError(f"replay={replay!r} mixes training examples into online updates, which {self.name} does "
                              "not make; use dqn-o")
-        self.steps, self.updates, self.lr_online, self.replay = steps, updates, lr_online, int(replay)
+        if isinstance(updates, bool) or not isinstance(updates, int | np.integer) or updates < 0:
+            raise ValueError(f"{self.name}'s updates must be an integer >= 0 (gradient steps after each test task; "
+                             f"0: none, the offline DQN's plays), got {updates!r}")
+        if isinstance(lr_online, bool) or not isinstance(lr_online, int | float | np.floating) or not lr_online > 0:
+            raise ValueError(f"{self.name}'s lr_online must be a number > 0 (the online steps' Adam rate), "
+                             f"got {lr_online!r}")
+        self.steps, self.updates, self.lr_online, self.replay = steps, int(updates), float(lr_online), int(replay)
 
     def train(self, tier, keys, setting, cache="runs/physics"):
         PhysicsAgent.train(self, tier, keys, setting, cache)
@@ -167,7 +173,7 @@ class DqnAgent(MemAgent):
         self.acts_t = torch.as_tensor(self.actions, dtype=torch.float32)
         if self.online:
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr_online)
-        if self.online and self.replay:  # the training pool's examples, mixed into each online update
+        if self.online and self.replay and self.updates:  # the training pool's examples, mixed into each update
             tasks, self.train_o = outcomes(tier, keys, cache, n_actions=self.n_actions, pool=self.pool)
             with torch.no_grad():
                 self.train_feat = self.net.trunk(images([t.scene for t in tasks]))

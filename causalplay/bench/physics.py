@@ -5,7 +5,8 @@ A variant is a ``(fold, setting)``; its episodes are the fold's test tasks in a 
 train + dev tasks (as PHYRE does), then plays the shard's tasks with :func:`~.play.play`: as a batch, or as one
 sequence for an online agent, which learns between tasks. Env options: ``templates`` (default all) and ``n_tasks``
 (per template, default 100) are the tasks the folds split; ``cache`` (``runs/physics``) keeps generated tasks,
-simulated training outcomes and trained networks.
+simulated training outcomes and trained networks; ``stage="dev"`` trains on the train split alone and plays the dev
+split instead (PHYRE tunes hyperparameters so, never on test tasks).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from causalplay.envs.physics_templates import N_TASKS, TEMPLATES, folds, get_tas
 from .family import Family, build_agent
 from .play import play
 
-__all__ = ["PhysicsFamily", "fold_tasks", "tier_of"]
+__all__ = ["STAGES", "PhysicsFamily", "fold_tasks", "tier_of"]
 
-_OPTIONS = {"fold": 0, "setting": "within", "templates": None, "n_tasks": N_TASKS, "cache": "runs/physics"}
+_OPTIONS = {"fold": 0, "setting": "within", "templates": None, "n_tasks": N_TASKS, "cache": "runs/physics",
+            "stage": "test"}
+STAGES = ("test", "dev")
 
 
 def tier_of(env_id: str) -> str:
@@ -36,11 +39,17 @@ def tier_of(env_id: str) -> str:
     return TIER_OF_ID[env_id]
 
 
-def fold_tasks(tier: str, fold: int, setting: str, templates=None,
-               n_tasks: int = N_TASKS) -> tuple[list[str], list[str]]:
-    """The fold's task keys ``(train + dev, test)`` among tasks ``0..n_tasks-1`` of ``templates``; the test keys in
-    a stable-hash order, so any prefix is a fair sample of the split."""
+def fold_tasks(tier: str, fold: int, setting: str, templates=None, n_tasks: int = N_TASKS,
+               stage: str = "test") -> tuple[list[str], list[str]]:
+    """The fold's task keys ``(trained on, played)`` among tasks ``0..n_tasks-1`` of ``templates``: ``(train + dev,
+    test)`` at ``stage="test"``; ``(train, dev)`` at ``stage="dev"``, where hyperparameters are tuned. The played
+    keys come in a stable-hash order, so any prefix is a fair sample of the split."""
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES} (play the test split, or the dev split after training on "
+                         f"train alone), got {stage!r}")
     split = folds(tier, fold, setting, task_keys(templates, n_tasks))
+    if stage == "dev":
+        return split["train"], sorted(split["dev"], key=lambda k: stable_unit(f"{tier}:{setting}:{fold}:dev:{k}"))
     test = sorted(split["test"], key=lambda k: stable_unit(f"{tier}:{setting}:{fold}:{k}"))
     return split["train"] + split["dev"], test
 
@@ -61,6 +70,10 @@ class PhysicsFamily(Family):
         unknown = set(env_kwargs or {}) - set(_OPTIONS)
         if unknown:
             raise ValueError(f"{env_id} has no option {sorted(unknown)}; options: {sorted(_OPTIONS)}")
+        stage = (env_kwargs or {}).get("stage", "test")
+        if stage not in STAGES:
+            raise ValueError(f"{env_id}'s stage must be one of {STAGES} (play the test split, or the dev split after "
+                             f"training on train alone), got {stage!r}")
         if importlib.util.find_spec("pymunk") is None:
             raise ValueError(f"{env_id} needs the physics engine: pip install 'causalplay[physics]'")
 
@@ -68,10 +81,10 @@ class PhysicsFamily(Family):
         self.check_env(env_id, env_kwargs)
         kw = {**_OPTIONS, **(env_kwargs or {})}
         tier, fold, setting, cache = tier_of(env_id), kw["fold"], kw["setting"], str(kw["cache"])
-        train, test = fold_tasks(tier, fold, setting, kw["templates"], kw["n_tasks"])
+        train, test = fold_tasks(tier, fold, setting, kw["templates"], kw["n_tasks"], kw["stage"])
         if start + n > len(test):
             raise ValueError(f"{env_id} fold {fold} {setting}: episodes {start}..{start + n - 1} asked for, but the "
-                             f"fold has {len(test)} test tasks ({kw['n_tasks']} per template); ask for fewer")
+                             f"fold has {len(test)} {kw['stage']} tasks ({kw['n_tasks']} per template); ask for fewer")
         ag = build_agent(self.name, agent, seed * 100003 + shard, agent_kwargs)
         if ag.online and start > 0:
             raise ValueError(f"online agent {agent!r} learns across a fold's test tasks: play them in one shard "
