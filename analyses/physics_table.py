@@ -4,8 +4,9 @@ every template and a GIF of one solved task.
 Single file: every setting is a field of :class:`Config`. The agents run through the package's benchmark runner
 (:func:`causalplay.bench.runner.run_benchmark`: a verified, resumable shard per tier x fold x setting x agent, on
 any executor) into ``runs/<name>/`` (``shards/``, ``episodes.csv``: one row per task play); this script adds
-``table.md`` (the table with PHYRE's beside, and the Wilcoxon tests), ``summary.csv``, ``config.json`` and the
-figures (``--docs`` copies them to ``docs/img/physics_*``). A rerun reuses every finished shard.
+``table.md`` (the table with PHYRE's beside, the Wilcoxon tests, and success@10 by position in the fold's
+sequence: ``positions.csv``), ``summary.csv``, ``config.json`` and the figures (``--docs`` copies them to
+``docs/img/physics_*``). A rerun reuses every finished shard.
 
     python analyses/physics_table.py --workers 2 --docs     # the docs table
     python analyses/physics_table.py --name physics_full --n-tasks 100 --test-tasks 200   # PHYRE's task counts
@@ -132,6 +133,25 @@ def paired(per_fold: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def positions(rec: pd.DataFrame, edges: tuple[int, ...] = (1, 5, 20)) -> pd.DataFrame:
+    """Success within 10 attempts (%) by a task's position in the fold's sequence (the order an online agent plays
+    and learns in: the fold's played tasks in key order), per tier, setting and agent over all folds; positions
+    binned at ``edges`` (``(1, 5, 20)``: task 1, tasks 2-5, 6-20, 21 on). Offline agents play the same positions,
+    so their rows show how hard each bin's tasks are."""
+    from causalplay.bench.physics import tier_of
+
+    d = rec.assign(tier=rec.env.map(tier_of))
+    d["position"] = d.groupby(["tier", "setting", "agent", "fold"]).key.rank(method="first").astype(int)
+    bounds = [0, *edges, np.inf]
+    names = [f"{lo + 1}" if hi == lo + 1 else f"{lo + 1}-{int(hi)}" if np.isfinite(hi) else f"{lo + 1}+"
+             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    d["positions"] = pd.cut(d.position, bounds, labels=names)
+    d["success10"] = 100.0 * d.solved_at.between(1, 10)
+    g = d.groupby(["tier", "setting", "agent", "positions"], observed=True, sort=False)
+    out = g.agg(tasks=("success10", "size"), success10=("success10", "mean")).reset_index()
+    return out.sort_values(["tier", "setting", "agent", "positions"], kind="stable", ignore_index=True)
+
+
 def tuned(per_fold: pd.DataFrame, agents) -> pd.DataFrame:
     """Per (tier, setting): the agent spec with the highest mean AUCCESS over folds (``per_fold``: one AUCCESS per
     tier, setting, agent and fold; a tie goes to the spec listed first in ``agents``, never to float noise: means are
@@ -221,6 +241,16 @@ def run(cfg: Config) -> pd.DataFrame:
             raise ValueError(f"pairs entry {pair!r} must be two agent specs joined by '/', e.g. 'ssup/dqn-o'")
         notes += [f"- {r.tier} {r.setting}: {a} - {b} = {r['diff']:+.1f} (SE {r.se:.1f}; ahead on {r.ahead} of "
                   f"{r.folds} folds), Wilcoxon two-sided p = {r.p:.3g}" for _, r in paired(per_fold, a, b).iterrows()]
+    pos = positions(rec)
+    pos.to_csv(out / "positions.csv", index=False)
+    wide = pos.pivot_table(index=["tier", "setting", "agent"], columns="positions", values="success10",
+                           observed=True, sort=False)
+    bins = [f"task {c}" if c.isdigit() else f"tasks {c}" for c in wide.columns]
+    notes += ["\nsuccess@10 (%) by position in the fold's sequence of tasks (an online agent learns along it):\n",
+              "| tier | setting | agent | " + " | ".join(bins) + " |",
+              "|---|---|---|" + "---|" * len(wide.columns)]
+    notes += [f"| {t} | {s} | {a} | " + " | ".join(f"{v:.1f}" for v in row) + " |" for (t, s, a), row in
+              zip(wide.index, wide.to_numpy(), strict=True)]
     text = table(summary, cfg) + "\n" + "\n".join(notes) + "\n"
     (out / "table.md").write_text(text)
     print(text)

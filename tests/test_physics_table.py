@@ -106,3 +106,16 @@ def test_tuned_picks_the_best_mean_and_gives_ties_to_the_spec_listed_first():
     assert means.x != means.y  # they differ in the last bit
     for order in (["x", "y"], ["y", "x"]):
         assert mod.tuned(noisy, order).iloc[0].best == order[0]
+
+
+def test_positions_bin_each_fold_sequence_in_key_order():
+    """Fold 0 plays 00:001, 00:002, 00:003 (key order, whatever the rows' order) solved at attempt 4, 11 and never;
+    fold 1 plays 01:000 and 01:005 solved at 10 and 1. success@10 by position, bins (1, 2): task 1 solved within 10
+    on both folds (100%), task 2 on fold 1 only (50%), task 3 never (0%, one task)."""
+    mod = load_analysis("physics_table")
+    rec = pd.DataFrame({"env": "causalplay/PhysicsB-v2", "setting": "within", "agent": "a", "fold": [0, 0, 0, 1, 1],
+                        "key": ["00:003", "00:001", "00:002", "01:005", "01:000"], "solved_at": [0, 4, 11, 1, 10]})
+    got = mod.positions(rec, edges=(1, 2))
+    assert got.positions.astype(str).tolist() == ["1", "2", "3+"]
+    assert got.tasks.tolist() == [2, 2, 1] and got.success10.tolist() == [100.0, 50.0, 0.0]
+    assert set(got.tier) == {"B-v2"}
