@@ -26,7 +26,7 @@ from torch import nn
 from causalplay.envs.physics_templates import ACTIONS, TIERS, action_set
 
 from .physics import POOL, MemAgent, PhysicsAgent, outcomes
-from .physics_resnet import ResNetFilm, scene_images
+from .physics_resnet import ResNetFilm, balanced_batch, scene_images
 
 __all__ = ["PhysicsNet", "train_dqn", "DqnAgent", "DqnOAgent", "images", "ARCHS"]
 
@@ -98,7 +98,7 @@ def train_dqn(tier: str, keys, out: str | Path, seed: int = 0, steps: int = STEP
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     net.train()
     for _ in range(steps if len(pos) and len(neg) else 0):  # no solving (or no failing) attempt: nothing to fit
-        pick = np.concatenate([pos[gen.integers(0, len(pos), batch // 2)], neg[gen.integers(0, len(neg), batch // 2)]])
+        pick = balanced_batch(gen, pos, neg, batch // 2, batch // 2)
         y = torch.as_tensor(o[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32)
         loss = nn.functional.binary_cross_entropy_with_logits(net(imgs[pick[:, 0]], acts[pick[:, 1]]), y)
         opt.zero_grad()
@@ -208,9 +208,8 @@ class DqnAgent(MemAgent):
 
     def _replay_loss(self) -> torch.Tensor:
         """Cross-entropy on ``replay`` training examples, half solving and half failing (as in training)."""
-        gen, half = self.replay_rng, self.replay // 2
-        pick = np.concatenate([self.train_pos[gen.integers(0, len(self.train_pos), half)],
-                               self.train_neg[gen.integers(0, len(self.train_neg), half)]])
+        half = self.replay // 2
+        pick = balanced_batch(self.replay_rng, self.train_pos, self.train_neg, half, half)
         y = torch.as_tensor(self.train_o[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32)
         return nn.functional.binary_cross_entropy_with_logits(
             self.net.head(self.train_feat[pick[:, 0]], self.acts_t[pick[:, 1]]), y)

@@ -25,7 +25,7 @@ from torch import nn
 from causalplay.core.metrics import auccess
 from causalplay.envs.physics_sim import render
 
-__all__ = ["ResNetFilm", "scene_images", "solved_at_of_ranking", "train_curve"]
+__all__ = ["ResNetFilm", "balanced_batch", "scene_images", "solved_at_of_ranking", "train_curve"]
 
 
 class _Block(nn.Module):
@@ -99,6 +99,14 @@ def _rank_all(net: ResNetFilm, imgs: torch.Tensor, acts: torch.Tensor, chunk: in
     return out
 
 
+def balanced_batch(gen: np.random.Generator, pos: np.ndarray, neg: np.ndarray, n_pos: int,
+                   n_neg: int) -> np.ndarray:
+    """``[n_pos + n_neg, 2]`` rows drawn with replacement, the first ``n_pos`` from ``pos`` and the rest from
+    ``neg`` (``(task, action)`` index pairs of solving and failing attempts): the balanced batches every DQN
+    trains on, whose outcomes are mostly failures. ``pos`` is drawn from ``gen`` first."""
+    return np.concatenate([pos[gen.integers(0, len(pos), n_pos)], neg[gen.integers(0, len(neg), n_neg)]])
+
+
 def train_curve(scenes: list[np.ndarray], outcomes: np.ndarray, actions: np.ndarray, held_out: np.ndarray,
                 out: str | Path, m: int, seed: int = 0, steps: int = 200, batch: int = 32, res: int = 64,
                 width: int = 16, lr: float = 1e-3, eval_every: int = 50, device: str = "cpu") -> ResNetFilm:
@@ -136,8 +144,7 @@ def train_curve(scenes: list[np.ndarray], outcomes: np.ndarray, actions: np.ndar
 
     net.train()
     for b in range(1, steps + 1):
-        pick = np.concatenate([pos[gen.integers(0, len(pos), batch // 2)],
-                               neg[gen.integers(0, len(neg), batch - batch // 2)]])
+        pick = balanced_batch(gen, pos, neg, batch // 2, batch - batch // 2)
         y = torch.as_tensor(outcomes[pick[:, 0], pick[:, 1]] == 1, dtype=torch.float32, device=device)
         l_ = nn.functional.binary_cross_entropy_with_logits(net(imgs[pick[:, 0]], acts[pick[:, 1]]), y)
         opt.zero_grad()
