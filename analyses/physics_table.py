@@ -164,11 +164,10 @@ def tuned(per_fold: pd.DataFrame, agents) -> pd.DataFrame:
         best = next(a for a in order if mean[a] >= mean.max() - 1e-9)
         rest = [a for a in order if a != best]
         second = max(rest, key=lambda a: (mean[a], -rest.index(a))) if rest else None
-        d = (per[best] - per[second]) if second else None
+        lead = paired(g, best, second).iloc[0] if second else {"diff": float("nan"), "se": float("nan")}
         rows.append({"tier": t, "setting": s, "best": best, "auccess": mean[best],
                      "se": per[best].std(ddof=1) / np.sqrt(len(per)) if len(per) > 1 else float("nan"),
-                     "folds": len(per), "second": second, "lead": d.mean() if second else float("nan"),
-                     "lead_se": d.std(ddof=1) / np.sqrt(len(d)) if second and len(d) > 1 else float("nan")})
+                     "folds": len(per), "second": second, "lead": lead["diff"], "lead_se": lead["se"]})
     return pd.DataFrame(rows)
 
 
@@ -206,21 +205,20 @@ def run(cfg: Config) -> pd.DataFrame:
 
     from causalplay.bench.executors import make_executor
     from causalplay.bench.metrics import wilcoxon
-    from causalplay.bench.physics import STAGES, PhysicsFamily, tier_of
+    from causalplay.bench.physics import PhysicsFamily, tier_of
     from causalplay.bench.runner import run_benchmark
 
-    if cfg.stage not in STAGES:
-        raise ValueError(f"stage must be one of {STAGES}, got {cfg.stage!r}")
     out = Path(cfg.runs_dir) / cfg.name
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     fam = PhysicsFamily()
-    variants = [v for v in fam.variants(ENVS[cfg.tiers[0]]) if dict(v)["fold"] in cfg.folds
-                and dict(v)["setting"] in cfg.settings]
     cache = Path(cfg.cache) if cfg.cache is not None else out
     env_kwargs = {"cache": str(cache), "n_tasks": cfg.n_tasks,
                   **({"templates": list(cfg.templates)} if cfg.templates is not None else {}),
                   **({"stage": cfg.stage} if cfg.stage != "test" else {})}  # test runs keep their shards' manifests
+    fam.check_env(ENVS[cfg.tiers[0]], env_kwargs)  # a bad option fails before anything is written or simulated
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    variants = [v for v in fam.variants(ENVS[cfg.tiers[0]]) if dict(v)["fold"] in cfg.folds
+                and dict(v)["setting"] in cfg.settings]
     with make_executor(cfg.executor, workers=cfg.workers) as ex:
         prepare(cfg, cache, ex)
         rec = run_benchmark([ENVS[t] for t in cfg.tiers], list(cfg.agents), cfg.test_tasks, [cfg.seed], out,

@@ -220,15 +220,21 @@ def test_dqn_with_the_resnet_trains_it_in_a_folder_of_its_own(cache):
     ({"arch": "resnet", "width": 0}, r"width must be an integer >= 1.*got 0"),
     ({"width": 8}, r"width=8 sets the ResNet's channels; it needs arch='resnet'"),
     ({"steps": 0}, r"steps must be an integer >= 1.*got 0"),
+    ({"updates": -1}, "updates must be an integer >= 0"),
+    ({"updates": 1.5}, "got 1.5"),
+    ({"updates": True}, "got True"),
+    ({"lr_online": 0}, "lr_online must be a number > 0"),
+    ({"lr_online": "x"}, "got 'x'"),
+    ({"lr_online": float("nan")}, "got nan"),
 ])
 def test_bad_dqn_networks_are_refused_by_name(kw, message):
     with pytest.raises(ValueError, match=message):
         DqnAgent(**kw)
 
 
-def test_dqn_o_with_no_updates_leaves_its_network_as_trained_and_bad_settings_are_refused(cache):
+def test_dqn_o_with_no_updates_leaves_its_network_as_trained(cache):
     """updates=0 (the offline point of PHYRE's tuning grid): finishing a task with attempts changes no weight, so
-    DQN-O plays as DQN; updates and lr_online are checked by name."""
+    DQN-O plays as DQN (bad updates and lr_online: test_bad_dqn_networks_are_refused_by_name)."""
     import torch
 
     from causalplay.agents.physics_dqn import DqnOAgent
@@ -242,9 +248,4 @@ def test_dqn_o_with_no_updates_leaves_its_network_as_trained_and_bad_settings_ar
     before = {k: v.clone() for k, v in ag.net.state_dict().items()}
     ag.finish()
     assert all(torch.equal(before[k], v) for k, v in ag.net.state_dict().items())
-    for bad, match in (({"updates": -1}, "updates must be an integer >= 0"), ({"updates": 1.5}, "got 1.5"),
-                       ({"updates": True}, "got True"), ({"lr_online": 0}, "lr_online must be a number > 0"),
-                       ({"lr_online": "x"}, "got 'x'"), ({"lr_online": float("nan")}, "got nan")):
-        with pytest.raises(ValueError, match=match):
-            DqnOAgent(**bad)
 

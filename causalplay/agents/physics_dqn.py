@@ -187,7 +187,7 @@ class DqnAgent(MemAgent):
                                   stable=True).numpy() for f in self.net.trunk(self.imgs)]
 
     def finish(self):
-        if not self.online:
+        if not self.online or not self.updates:  # no steps to take: the trunk features would go unused
             return
         for b, tried in enumerate(self.done_idx):
             if not tried:

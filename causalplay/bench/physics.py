@@ -39,14 +39,18 @@ def tier_of(env_id: str) -> str:
     return TIER_OF_ID[env_id]
 
 
+def _check_stage(stage, who: str = "stage") -> None:
+    if stage not in STAGES:
+        raise ValueError(f"{who} must be one of {STAGES} (play the test split, or the dev split after training on "
+                         f"train alone), got {stage!r}")
+
+
 def fold_tasks(tier: str, fold: int, setting: str, templates=None, n_tasks: int = N_TASKS,
                stage: str = "test") -> tuple[list[str], list[str]]:
     """The fold's task keys ``(trained on, played)`` among tasks ``0..n_tasks-1`` of ``templates``: ``(train + dev,
     test)`` at ``stage="test"``; ``(train, dev)`` at ``stage="dev"``, where hyperparameters are tuned. The played
     keys come in a stable-hash order, so any prefix is a fair sample of the split."""
-    if stage not in STAGES:
-        raise ValueError(f"stage must be one of {STAGES} (play the test split, or the dev split after training on "
-                         f"train alone), got {stage!r}")
+    _check_stage(stage)
     split = folds(tier, fold, setting, task_keys(templates, n_tasks))
     if stage == "dev":
         return split["train"], sorted(split["dev"], key=lambda k: stable_unit(f"{tier}:{setting}:{fold}:dev:{k}"))
@@ -70,10 +74,7 @@ class PhysicsFamily(Family):
         unknown = set(env_kwargs or {}) - set(_OPTIONS)
         if unknown:
             raise ValueError(f"{env_id} has no option {sorted(unknown)}; options: {sorted(_OPTIONS)}")
-        stage = (env_kwargs or {}).get("stage", "test")
-        if stage not in STAGES:
-            raise ValueError(f"{env_id}'s stage must be one of {STAGES} (play the test split, or the dev split after "
-                             f"training on train alone), got {stage!r}")
+        _check_stage((env_kwargs or {}).get("stage", "test"), f"{env_id}'s stage")
         if importlib.util.find_spec("pymunk") is None:
             raise ValueError(f"{env_id} needs the physics engine: pip install 'causalplay[physics]'")
 
