@@ -9,7 +9,7 @@ import pytest
 import torch
 from causalplay.envs.physics_templates import action_set, get_task
 
-from causalplay.agents.physics_resnet import ResNetFilm, solved_at_of_ranking, train_curve
+from causalplay.agents.physics_resnet import ResNetFilm, balanced_batch, solved_at_of_ranking, train_curve
 
 
 def test_solved_at_counts_valid_attempts_only():
@@ -66,3 +66,18 @@ def test_mem_reference_line_of_the_learning_curve_by_hand():
     want = 100 * (0.5 * (math.log(3) - math.log(2)) + (math.log(101) - math.log(3))) / math.log(101)
     assert mod.mem_auccess(o, templates, held) == pytest.approx(want, abs=1e-9)
     assert want == pytest.approx(80.588, abs=1e-3)
+
+
+def test_balanced_batch_draws_solving_rows_then_failing_rows():
+    """Three rows from ``pos`` (indices: the generator's first draw) then two from ``neg`` (its second); with one
+    failing row both of those are it. Asking for rows of an empty side is refused by name."""
+    pos, neg = np.array([[0, 1], [2, 3], [4, 5]]), np.array([[6, 7]])
+    got = balanced_batch(np.random.default_rng(5), pos, neg, 3, 2)
+    gen = np.random.default_rng(5)
+    first = gen.integers(0, 3, 3)
+    assert got.tolist() == pos[first].tolist() + [[6, 7], [6, 7]]
+    assert balanced_batch(np.random.default_rng(5), pos, neg[:0], 3, 0).tolist() == pos[first].tolist()
+    with pytest.raises(ValueError, match="asked for 2 failing attempts, but there are none"):
+        balanced_batch(np.random.default_rng(5), pos, neg[:0], 3, 2)
+    with pytest.raises(ValueError, match="asked for 1 solving attempts, but there are none"):
+        balanced_batch(np.random.default_rng(5), pos[:0], neg, 1, 1)

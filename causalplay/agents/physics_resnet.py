@@ -104,6 +104,9 @@ def balanced_batch(gen: np.random.Generator, pos: np.ndarray, neg: np.ndarray, n
     """``[n_pos + n_neg, 2]`` rows drawn with replacement, the first ``n_pos`` from ``pos`` and the rest from
     ``neg`` (``(task, action)`` index pairs of solving and failing attempts): the balanced batches every DQN
     trains on, whose outcomes are mostly failures. ``pos`` is drawn from ``gen`` first."""
+    for rows, n, what in ((pos, n_pos, "solving"), (neg, n_neg, "failing")):
+        if n and not len(rows):
+            raise ValueError(f"balanced_batch asked for {n} {what} attempts, but there are none to draw from")
     return np.concatenate([pos[gen.integers(0, len(pos), n_pos)], neg[gen.integers(0, len(neg), n_neg)]])
 
 
