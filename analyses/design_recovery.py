@@ -7,14 +7,15 @@ Models ``positive``, ``random``, ``eig_sweep``, ``eig_sweep_single``, each fitte
 designs (drawn uniformly); the **ado** arm gives participant ``t`` the design of highest utility (the mutual
 information between the model and their first ``--choices`` choices, under the posterior over models after the
 study's first ``t`` participants) among ``design_space(4, demonstrations=1, told=(False, True))`` (384 designs, the
-Nexiom ones among them). After ``n`` participants a study selects a model by the one-SE rule on the participants'
-marginal likelihoods under each fitted population (and by the posterior mode); recovery is the share of studies
-that select the generating model, with a Wilson 95% interval over studies. Model selection uses the fitted
-populations (what ADO updates on), not refits of each study.
+Nexiom ones among them; ``--demonstrations`` and ``--blickets`` state another space). After ``n`` participants a
+study selects a model by the one-SE rule on the participants' marginal likelihoods under each fitted population (and
+by the posterior mode); recovery is the share of studies that select the generating model, with a Wilson 95% interval
+over studies. Model selection uses the fitted populations (what ADO updates on), not refits of each study.
 
 Writes ``runs/<name>/``: ``rows.csv`` (every simulated participant: design, log marginal likelihood under each
-model), ``recovery.csv``, ``recovery.png``, ``confusion_<arm>_n<n>.csv`` and ``summary.json``; a rerun skips the
-finished (arm, generating model) jobs.
+model), ``recovery.csv``, ``recovery.png``, ``confusion_<arm>_n<n>.csv``, ``recovery_among.csv`` (the one-SE rule
+among ``positive`` and ``random`` alone, and the pooled recovery were the other models' studies all recovered) and
+``summary.json``; a rerun skips the finished (arm, generating model) jobs.
 
 Usage::
 
@@ -35,7 +36,7 @@ import torch
 import causalplay
 from causalplay.data import load_nexiom
 from causalplay.design import design_space, nexiom_designs
-from causalplay.design.studies import confusion, simulate_studies
+from causalplay.design.studies import confusion, recovery, simulate_studies
 from causalplay.fitting import SVIOptions, load_fit
 
 MODELS = ("positive", "random", "eig_sweep", "eig_sweep_single")
@@ -58,6 +59,12 @@ class Config:
     root: str = "runs"
     generating: tuple[str, ...] = MODELS  # a subset gives the rows a run of all gives for those models
     samples: int = 200  # simulated sequences per model and design where --choices is too many to sum over
+    # the space ADO chooses from: design_space(4, n_blickets=blickets, demonstrations=demonstrations, told=both)
+    demonstrations: int = 1
+    blickets: tuple[int, ...] = (2,)
+    # models whose recovery among themselves alone is also reported (``recovery_among.csv``): the pair that no
+    # design tells apart at the people's strengths
+    among: tuple[str, ...] = ("positive", "random")
 
     @classmethod
     def smoke(cls, root: str = "runs") -> Config:
@@ -90,7 +97,7 @@ def run(cfg: Config) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
     fits = fitted(cfg, folder)
-    cands = design_space(4, demonstrations=1, told=(False, True))
+    cands = design_space(4, n_blickets=cfg.blickets, demonstrations=cfg.demonstrations, told=(False, True))
     if cfg.candidates is not None:
         cands = cands[:cfg.candidates]
     sim = simulate_studies(fits, nexiom_designs(), cands, generating=list(cfg.generating),
@@ -101,11 +108,26 @@ def run(cfg: Config) -> dict:
     curve = sim.curve
     for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
         confusion(sim.rows, arm, n).to_csv(folder / f"confusion_{arm}_n{n}.csv")
+    among = among_models(sim.rows, curve, cfg.among)
+    among.to_csv(folder / "recovery_among.csv", index=False)
     summary = {"needed_for_0.8": needed, "studies_per_model_and_arm": cfg.studies,
                "ratio_ado_to_fixed_one_se": needed["one_se"].get("ado", float("nan"))
                / needed["one_se"].get("fixed", float("nan"))}
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
-    return {"curve": curve, "summary": summary, "rows": sim.rows, "folder": folder}
+    return {"curve": curve, "summary": summary, "rows": sim.rows, "folder": folder, "among": among}
+
+
+def among_models(rows, curve, among: tuple[str, ...]):
+    """One-SE recovery of the studies ``among``'s models generated when each picks among those models alone, and the
+    pooled recovery of all studies if every other model's studies were recovered (``if_others_recovered``): what
+    the four-model recovery could reach at best were the other models told apart without error."""
+    grid = sorted(set(curve["n"]))
+    c = recovery(rows, grid, rules=("one_se",), models=list(among))
+    c = c[c["true"] == "all"].drop(columns=["true", "rule"])
+    pooled = curve[(curve["true"] == "all") & (curve["rule"] == "one_se")][["arm", "n", "studies"]]
+    c = c.merge(pooled.rename(columns={"studies": "all_studies"}), on=["arm", "n"])
+    c["if_others_recovered"] = (c["recovered"] + c["all_studies"] - c["studies"]) / c["all_studies"]
+    return c.drop(columns="all_studies")
 
 
 def main() -> None:
@@ -120,6 +142,10 @@ def main() -> None:
                     "about (31: a whole session of up to 30 tests, by Monte Carlo)")
     ap.add_argument("--samples", type=int, default=d.samples, help="simulated sequences per model and design "
                     "where --choices is too many to sum over (K >= 5)")
+    ap.add_argument("--demonstrations", type=int, default=d.demonstrations, help="ADO's candidates: demonstration "
+                    "histories up to this length")
+    ap.add_argument("--blickets", default=",".join(map(str, d.blickets)), help="ADO's candidates: comma-separated "
+                    "blicket counts of the world")
     ap.add_argument("--svi-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--generating", default=",".join(MODELS), help="models that generate studies")
@@ -128,7 +154,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     cfg = Config.smoke() if a.smoke else Config(a.name, a.studies, a.fixed, a.ado, a.draws, a.choices, a.svi_steps,
                                                  seed=a.seed, generating=tuple(a.generating.split(",")),
-                                                 samples=a.samples)
+                                                 samples=a.samples, demonstrations=a.demonstrations,
+                                                 blickets=tuple(int(b) for b in a.blickets.split(",")))
     res = run(cfg)
     c = res["curve"]
     pooled = c[c["true"] == "all"].copy()
@@ -138,6 +165,11 @@ def main() -> None:
     print("one-SE rule, per generating model (recovered/studies):")
     one = one.assign(cell=one["recovered"].astype(str) + "/" + one["studies"].astype(str))
     print(one.pivot_table(index=["arm", "n"], columns="true", values="cell", aggfunc="first").to_string())
+    a = res["among"].assign(rate=lambda d: d.apply(lambda r: f"{r['rate']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]",
+                                                                axis=1))
+    print(f"one-SE rule among {', '.join(cfg.among)} alone, and all studies pooled if the others' were recovered:")
+    print(a.pivot_table(index="n", columns="arm", values=["rate", "if_others_recovered"], aggfunc="first")
+          .round(2).to_string())
     print(json.dumps(res["summary"], indent=1))
     print(f"wrote {res['folder']}")
 

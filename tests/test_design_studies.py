@@ -51,6 +51,29 @@ def test_recovery_counted_by_hand():
     assert math.isnan(participants_needed(curve, 0.95)["a"])
 
 
+
+def test_recovery_among_some_models_counted_by_hand():
+    """A third model joins the table: 'eig' beats both in random's s0 and generates one study of its own. Among all
+    three, random's s0 picks eig (-0.5 x 2); among positive and random alone the table picks as before, eig's
+    study does not count."""
+    t = _table()
+    t["ev_eig"] = -5.0
+    t.loc[(t["true"] == "random") & (t["study"] == 0), "ev_eig"] = -0.5
+    eig = t[(t["true"] == "positive")].assign(true="eig", ev_eig=-0.1)
+    t = pd.concat([t, eig], ignore_index=True)
+    every = recovery(t, [2], rules=("map",)).set_index(["n", "true"])
+    assert every.loc[(2, "random"), "recovered"] == 1 and every.loc[(2, "eig"), "recovered"] == 1
+    assert every.loc[(2, "all"), "studies"] == 5
+    pair = recovery(t, [2], rules=("map",), models=["positive", "random"]).set_index(["n", "true"])
+    assert "eig" not in pair.index.get_level_values("true")
+    # s0 of random now picks positive (-2 vs -4): random 1/3 (s1), positive 1/1, pooled 2/4 as in the two-model table
+    assert (pair.loc[(2, "random"), "recovered"], pair.loc[(2, "all"), "recovered"]) == (1, 2)
+    assert pair.loc[(2, "all"), "studies"] == 4
+    with pytest.raises(ValueError, match=r"models must be a non-empty list of the models of rows .*'naive'"):
+        recovery(t, [2], models=["positive", "naive"])
+    with pytest.raises(ValueError, match="non-empty"):
+        recovery(t, [2], models=[])
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     mod = load_analysis("design_recovery")

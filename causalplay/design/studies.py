@@ -144,11 +144,23 @@ def _picks(rows: pd.DataFrame, n: int, rule: str, models: list[str]) -> pd.DataF
 
 
 def recovery(rows: pd.DataFrame, grid: Sequence[int], rules: Sequence[str] = ("one_se", "map"),
-             level: float = 0.95) -> pd.DataFrame:
+             level: float = 0.95, models: Sequence[str] | None = None) -> pd.DataFrame:
     """Recovery per arm, participant count ``n`` in ``grid``, selection rule and generating model (``true``; ``all``:
     every study of every generating model pooled, each generating model with the same number of studies): the
-    studies that selected their generating model, their share and its Wilson interval."""
-    models = _models_of(rows)
+    studies that selected their generating model, their share and its Wilson interval.
+
+    ``models`` restricts the selection to some of the candidate models: each study then picks among those alone
+    (their ``ev_`` columns), and only the studies they generated count -- how well the same participants tell,
+    say, two models apart when the others are known to be wrong. None: every model of ``rows``.
+    """
+    every = _models_of(rows)
+    if models is None:
+        models = every
+    else:
+        models = list(models)
+        if not models or any(m not in every for m in models):
+            raise ValueError(f"models must be a non-empty list of the models of rows {every}, got {models}")
+        rows = rows[rows["true"].isin(models)]
     out = []
     for rule in rules:
         for n in grid:
