@@ -108,8 +108,10 @@ def run(cfg: Config) -> dict:
     curve = sim.curve
     for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
         confusion(sim.rows, arm, n).to_csv(folder / f"confusion_{arm}_n{n}.csv")
-    among = among_models(sim.rows, curve, cfg.among)
-    among.to_csv(folder / "recovery_among.csv", index=False)
+    among = None
+    if set(cfg.among) <= set(cfg.generating):  # (a run of some generating models may have none of their studies)
+        among = among_models(sim.rows, curve, cfg.among)
+        among.to_csv(folder / "recovery_among.csv", index=False)
     summary = {"needed_for_0.8": needed, "studies_per_model_and_arm": cfg.studies,
                "ratio_ado_to_fixed_one_se": needed["one_se"].get("ado", float("nan"))
                / needed["one_se"].get("fixed", float("nan"))}
@@ -165,11 +167,12 @@ def main() -> None:
     print("one-SE rule, per generating model (recovered/studies):")
     one = one.assign(cell=one["recovered"].astype(str) + "/" + one["studies"].astype(str))
     print(one.pivot_table(index=["arm", "n"], columns="true", values="cell", aggfunc="first").to_string())
-    a = res["among"].assign(rate=lambda d: d.apply(lambda r: f"{r['rate']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]",
-                                                                axis=1))
-    print(f"one-SE rule among {', '.join(cfg.among)} alone, and all studies pooled if the others' were recovered:")
-    print(a.pivot_table(index="n", columns="arm", values=["rate", "if_others_recovered"], aggfunc="first")
-          .round(2).to_string())
+    if res["among"] is not None:
+        a = res["among"].assign(rate=lambda d: d.apply(lambda r: f"{r['rate']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}]",
+                                                                    axis=1))
+        print(f"one-SE rule among {', '.join(cfg.among)} alone, and all studies pooled if the others' were recovered:")
+        print(a.pivot_table(index="n", columns="arm", values=["rate", "if_others_recovered"], aggfunc="first")
+              .round(2).to_string())
     print(json.dumps(res["summary"], indent=1))
     print(f"wrote {res['folder']}")
 

@@ -87,7 +87,7 @@ def test_smoke_run_writes_its_tables(smoke):
     folder = res["folder"]
     rows = pd.read_csv(folder / "rows.csv")
     assert len(rows) == 4 * cfg.studies * (cfg.fixed + cfg.ado)
-    for f in ("recovery.csv", "recovery.png", "summary.json", f"confusion_fixed_n{cfg.fixed}.csv",
+    for f in ("recovery.csv", "recovery.png", "summary.json", "recovery_among.csv", f"confusion_fixed_n{cfg.fixed}.csv",
               f"confusion_ado_n{cfg.ado}.csv", "settings.json"):
         assert (folder / f).exists(), f
     assert set(json.loads((folder / "summary.json").read_text())["needed_for_0.8"]) == {"one_se", "map"}
@@ -106,6 +106,16 @@ def test_smoke_run_writes_its_tables(smoke):
             hits += models[int(np.argmax(g[[f"ev_{m}" for m in models]].sum().to_numpy()))] == g["true"].iloc[0]
         got = curve[(curve["arm"] == arm) & (curve["n"] == n) & (curve["rule"] == "map") & (curve["true"] == "all")]
         assert int(got["recovered"].iloc[0]) == hits
+    # positive vs random alone: each of their studies picks between the two (ado.pick on those columns); the other
+    # models' studies counted as recovered
+    among = pd.read_csv(folder / "recovery_among.csv").set_index(["arm", "n"])
+    pair = ["positive", "random"]
+    for arm, n in (("fixed", cfg.fixed), ("ado", cfg.ado)):
+        head = rows[(rows["arm"] == arm) & (rows["position"] < n) & rows["true"].isin(pair)]
+        hits = sum(ado.pick(g.sort_values("position")[[f"ev_{m}" for m in pair]].to_numpy(), None, pair) == true
+                   for (true, _), g in head.groupby(["true", "study"]))
+        assert among.loc[(arm, n), "recovered"] == hits and among.loc[(arm, n), "studies"] == 2 * cfg.studies
+        assert among.loc[(arm, n), "if_others_recovered"] == pytest.approx((hits + 2 * cfg.studies) / (4 * cfg.studies))
 
 
 def test_smoke_ado_designs_replay(smoke):

@@ -172,7 +172,7 @@ def recovery(rows: pd.DataFrame, grid: Sequence[int], rules: Sequence[str] = ("o
                     rate, lo, hi = wilson_ci(h, level)
                     out.append({"arm": arm, "rule": rule, "n": int(n), "true": true, "recovered": int(h.sum()),
                                 "studies": len(h), "rate": rate, "lo": lo, "hi": hi})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=["arm", "rule", "n", "true", "recovered", "studies", "rate", "lo", "hi"])
 
 
 def confusion(rows: pd.DataFrame, arm: str, n: int, rule: str = "one_se") -> pd.DataFrame:
