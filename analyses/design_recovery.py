@@ -31,6 +31,7 @@ import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 import causalplay
@@ -65,6 +66,8 @@ class Config:
     # models whose recovery among themselves alone is also reported (``recovery_among.csv``): the pair that no
     # design tells apart at the people's strengths
     among: tuple[str, ...] = ("positive", "random")
+    # another run's folder whose fixed arm this run reuses (the fixed arm does not depend on ADO's candidates or K)
+    fixed_from: str | None = None
 
     @classmethod
     def smoke(cls, root: str = "runs") -> Config:
@@ -91,11 +94,42 @@ def fitted(cfg: Config, folder: Path) -> dict:
     return fits
 
 
+_FIXED_KEYS = ("models", "fixed_designs", "participants_fixed", "studies", "draws", "seed")
+
+
+def reuse_fixed(folder: Path, other: Path, cfg: Config) -> None:
+    """Start ``folder`` with the fixed arm's rows of the run in ``other`` (its fits copied too), after checking that
+    the two runs agree on all the fixed arm depends on: the fits (byte for byte), models, fixed designs, participants,
+    studies, draws and seed. The new run then simulates its ADO arm only."""
+    import shutil
+
+    theirs = json.loads((other / "settings.json").read_text())
+    mine = {"models": list(MODELS), "participants_fixed": cfg.fixed, "studies": cfg.studies, "draws": cfg.draws,
+            "seed": cfg.seed, "fixed_designs": [d.to_dict() for d in nexiom_designs()]}
+    if bad := [k for k in _FIXED_KEYS if theirs.get(k) != mine[k]]:
+        raise ValueError(f"--fixed-from {other}: its {bad} differ from this run's; its fixed arm is not this run's")
+    if missing := sorted(set(cfg.generating) - set(theirs["generating"])):
+        raise ValueError(f"--fixed-from {other} has no fixed arm for {missing}")
+    if (folder / "rows.csv").exists():
+        raise ValueError(f"{folder} already holds rows; --fixed-from starts a new run")
+    (folder / "fits").mkdir(parents=True, exist_ok=True)
+    for m in MODELS:
+        mine_fit, their_fit = folder / "fits" / f"{m}.nc", other / "fits" / f"{m}.nc"
+        if not mine_fit.exists():
+            shutil.copyfile(their_fit, mine_fit)
+        elif mine_fit.read_bytes() != their_fit.read_bytes():
+            raise ValueError(f"{mine_fit} is not the fit {their_fit} made the fixed arm with")
+    rows = pd.read_csv(other / "rows.csv")
+    rows[(rows["arm"] == "fixed") & rows["true"].isin(cfg.generating)].to_csv(folder / "rows.csv", index=False)
+
+
 def run(cfg: Config) -> dict:
     torch.set_num_threads(1)
     folder = Path(cfg.root) / cfg.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    if cfg.fixed_from is not None:
+        reuse_fixed(folder, Path(cfg.fixed_from), cfg)
     fits = fitted(cfg, folder)
     cands = design_space(4, n_blickets=cfg.blickets, demonstrations=cfg.demonstrations, told=(False, True))
     if cfg.candidates is not None:
@@ -148,6 +182,7 @@ def main() -> None:
                     "histories up to this length")
     ap.add_argument("--blickets", default=",".join(map(str, d.blickets)), help="ADO's candidates: comma-separated "
                     "blicket counts of the world")
+    ap.add_argument("--fixed-from", default=None, help="reuse the fixed arm (and fits) of the run in this folder")
     ap.add_argument("--svi-steps", type=int, default=None)
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--generating", default=",".join(MODELS), help="models that generate studies")
@@ -157,7 +192,8 @@ def main() -> None:
     cfg = Config.smoke() if a.smoke else Config(a.name, a.studies, a.fixed, a.ado, a.draws, a.choices, a.svi_steps,
                                                  seed=a.seed, generating=tuple(a.generating.split(",")),
                                                  samples=a.samples, demonstrations=a.demonstrations,
-                                                 blickets=tuple(int(b) for b in a.blickets.split(",")))
+                                                 blickets=tuple(int(b) for b in a.blickets.split(",")),
+                                                 fixed_from=a.fixed_from)
     res = run(cfg)
     c = res["curve"]
     pooled = c[c["true"] == "all"].copy()

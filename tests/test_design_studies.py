@@ -161,3 +161,22 @@ def test_smoke_subset_of_generating_models_gives_the_same_rows(smoke, tmp_path):
     full = pd.read_csv(res["folder"] / "rows.csv")
     full = full[full["true"] == "eig_sweep"].reset_index(drop=True)
     pd.testing.assert_frame_equal(full, part.reset_index(drop=True), check_dtype=False)
+
+
+def test_smoke_reuses_another_runs_fixed_arm(smoke, tmp_path):
+    """--fixed-from: a run with other ADO candidates starts from the first run's fixed arm (the same rows, its fits
+    copied) and simulates only its ADO arm, on its own candidates; a run whose fixed arm would differ is refused."""
+    mod, cfg, res = smoke
+    other = mod.Config.smoke(root=str(tmp_path))
+    other.candidates, other.fixed_from = 4, str(res["folder"])
+    rows = mod.run(other)["rows"]
+    first = pd.read_csv(res["folder"] / "rows.csv")
+    fixed = rows[rows["arm"] == "fixed"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(first[first["arm"] == "fixed"].reset_index(drop=True), fixed, check_dtype=False)
+    four = {json.dumps(d.to_dict()) for d in design_space(4, demonstrations=1, told=(False, True))[:4]}
+    assert set(rows.loc[rows["arm"] == "ado", "design"]) <= four
+    assert len(rows[rows["arm"] == "ado"]) == 4 * cfg.studies * cfg.ado
+    bad = mod.Config.smoke(root=str(tmp_path / "bad"))
+    bad.studies, bad.fixed_from = 3, str(res["folder"])
+    with pytest.raises(ValueError, match=r"\['studies'\] differ"):
+        mod.run(bad)
