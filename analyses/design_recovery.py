@@ -166,6 +166,14 @@ def among_models(rows, curve, among: tuple[str, ...]):
     return c.drop(columns="all_studies")
 
 
+def pair_evidence(rows, a: str, b: str):
+    """Per arm and generating model (``a`` or ``b``): one participant's log Bayes factor ``a`` vs ``b`` (nats), its
+    mean with standard error and its sd over the simulated participants."""
+    g = rows[rows["true"].isin([a, b])].assign(lbf=lambda d: d[f"ev_{a}"] - d[f"ev_{b}"])
+    out = g.groupby(["arm", "true"])["lbf"].agg(["mean", "std", "count"])
+    return out.assign(se=out["std"] / out["count"] ** 0.5).rename(columns={"std": "sd", "count": "participants"})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = Config()
@@ -209,6 +217,9 @@ def main() -> None:
         print(f"one-SE rule among {', '.join(cfg.among)} alone, and all studies pooled if the others' were recovered:")
         print(a.pivot_table(index="n", columns="arm", values=["rate", "if_others_recovered"], aggfunc="first")
               .round(2).to_string())
+        if len(cfg.among) == 2:
+            print(f"one participant's log Bayes factor {cfg.among[0]} vs {cfg.among[1]} (nats):")
+            print(pair_evidence(res["rows"], *cfg.among).round(4).to_string())
     print(json.dumps(res["summary"], indent=1))
     print(f"wrote {res['folder']}")
 

@@ -116,6 +116,13 @@ def test_smoke_run_writes_its_tables(smoke):
                    for (true, _), g in head.groupby(["true", "study"]))
         assert among.loc[(arm, n), "recovered"] == hits and among.loc[(arm, n), "studies"] == 2 * cfg.studies
         assert among.loc[(arm, n), "if_others_recovered"] == pytest.approx((hits + 2 * cfg.studies) / (4 * cfg.studies))
+    # one participant's log Bayes factor positive vs random, by arm and generating model
+    pe = mod.pair_evidence(rows, "positive", "random")
+    g = rows[(rows["arm"] == "ado") & (rows["true"] == "random")]
+    d = (g["ev_positive"] - g["ev_random"]).to_numpy()
+    assert pe.loc[("ado", "random"), "mean"] == pytest.approx(d.mean(), abs=1e-12)
+    assert pe.loc[("ado", "random"), "se"] == pytest.approx(d.std(ddof=1) / math.sqrt(len(d)), abs=1e-12)
+    assert pe.loc[("ado", "random"), "participants"] == cfg.studies * cfg.ado
 
 
 def test_smoke_ado_designs_replay(smoke):
