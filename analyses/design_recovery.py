@@ -63,8 +63,8 @@ class Config:
     # the space ADO chooses from: design_space(4, n_blickets=blickets, demonstrations=demonstrations, told=both)
     demonstrations: int = 1
     blickets: tuple[int, ...] = (2,)
-    # models whose recovery among themselves alone is also reported (``recovery_among.csv``): the pair that no
-    # design tells apart at the people's strengths
+    # models whose recovery among themselves alone is also reported (``recovery_among.csv``): the pair hardly any
+    # participant tells apart at the people's fitted strengths
     among: tuple[str, ...] = ("positive", "random")
     # another run's folder whose fixed arm this run reuses (the fixed arm does not depend on ADO's candidates or K)
     fixed_from: str | None = None
@@ -155,8 +155,8 @@ def run(cfg: Config) -> dict:
 
 def among_models(rows, curve, among: tuple[str, ...]):
     """One-SE recovery of the studies ``among``'s models generated when each picks among those models alone, and the
-    pooled recovery of all studies if every other model's studies were recovered (``if_others_recovered``): what
-    the four-model recovery could reach at best were the other models told apart without error."""
+    pooled recovery of all studies had every other model's study been recovered (``if_others_recovered``): about
+    what the four-model recovery could reach were the other models told apart without error."""
     grid = sorted(set(curve["n"]))
     c = recovery(rows, grid, rules=("one_se",), models=list(among))
     c = c[c["true"] == "all"].drop(columns=["true", "rule"])
