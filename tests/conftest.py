@@ -3,6 +3,7 @@ import pytest
 import torch
 
 _THREADS = torch.get_num_threads()  # the session's count, before any test changes it
+_MKLDNN = torch.backends.mkldnn.enabled
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +24,7 @@ def _restore_torch_threads():
     yield
     if torch.get_num_threads() != _THREADS:
         torch.set_num_threads(_THREADS)
+    torch.backends.mkldnn.enabled = _MKLDNN  # (a test that compares runs exactly may turn oneDNN off)
 
 
 @pytest.fixture
